@@ -157,7 +157,74 @@ def cmd_encode(args) -> int:
     return 0
 
 
-COMMANDS = [_add_build, _add_models, _add_hash, _add_encode]
+def _add_verify(sub) -> None:
+    p = sub.add_parser("verify", help="check rows against a recipe or build record", description=(
+        "Recompute every figure a recipe (OpenRecipes workload.dataset) or an sftpack build record declares and "
+        "print field, declared, measured, OK/FAIL. Exit 0 all match, 1 any differs, 2 unusable input."))
+    p.add_argument("recipe", metavar="RECIPE.yaml", help="OpenRecipes recipe or NAME.build.yaml")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rows", metavar="ROWS.parquet", help="the rows parquet to check")
+    what.add_argument("--rebuild", action="store_true", help="build the rows the recipe describes in a temporary "
+                      "directory and check them (and the tokenizer files used)")
+    p.add_argument("--source", help="with --rebuild: as for build (default: the declared source: hub for recipes)")
+    p.add_argument("--tokenizer", help="with --rebuild: local tokenizer directory or tokenizer.json")
+    p.add_argument("--workers", type=int, help="with --rebuild: encoding processes (default: all cores)")
+    p.add_argument("--keep", metavar="DIR", help="with --rebuild: write the rebuilt rows to DIR instead of a temporary directory")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.set_defaults(func=cmd_verify)
+
+
+def cmd_verify(args) -> int:
+    from .verify import format_report, load_declared, report_json, verdict, verify_rebuild, verify_rows
+
+    if not args.rebuild and (args.source or args.tokenizer or args.workers or args.keep):
+        raise UsageError("--source, --tokenizer, --workers and --keep go with --rebuild")
+    declared = load_declared(args.recipe)
+    if args.rebuild:
+        checks = verify_rebuild(declared, args.source, args.tokenizer, args.workers, keep=args.keep)
+        target = "rows rebuilt from it"
+    else:
+        checks = verify_rows(declared, args.rows)
+        target = args.rows
+    if args.json:
+        print(json.dumps(report_json(declared, checks, target), indent=2, ensure_ascii=False))
+    else:
+        print(format_report(declared, checks, target))
+    return verdict(checks)[0]
+
+
+def _add_inspect(sub) -> None:
+    p = sub.add_parser("inspect", help="summary of a rows parquet, or one row decoded", description=(
+        "Without --row: rows, tokens, supervised ratio, conversations and a histogram of supervised tokens per row. "
+        "With --row K: the row decoded, supervised spans highlighted, conversation boundaries marked with source ids."))
+    p.add_argument("rows", metavar="ROWS.parquet", help="rows parquet written by sftpack build")
+    p.add_argument("--row", type=int, metavar="K", help="show row K (0-based)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--model", help="model profile whose tokenizer decodes the row (default: the build record's)")
+    p.add_argument("--tokenizer", help="local tokenizer directory or tokenizer.json")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto",
+                   help="ANSI colour for supervised spans (auto: when stdout is a terminal; else markers)")
+    p.set_defaults(func=cmd_inspect)
+
+
+def cmd_inspect(args) -> int:
+    from . import inspection
+
+    if args.row is None:
+        info = inspection.summarize(args.rows)
+        print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else inspection.format_summary(info))
+        return 0
+    view = inspection.row_view(args.rows, args.row, inspection.resolve_vocab(args.rows, args.model, args.tokenizer,
+                                                                            required=not args.json))
+    if args.json:
+        print(json.dumps(view, ensure_ascii=False))
+    else:
+        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+        print(inspection.format_row(view, color=color))
+    return 0
+
+
+COMMANDS = [_add_build, _add_models, _add_hash, _add_encode, _add_verify, _add_inspect]
 
 
 def make_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ source conversations each row holds.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,87 @@ def read_rows(path: str | Path, rows: slice | None = None) -> tuple[np.ndarray, 
     tokens = _binary_matrix(table.column("tokens"), 4 * width, "<i4", "tokens")
     mask = _binary_matrix(table.column("loss_mask"), width, np.uint8, "loss_mask")
     return tokens, mask
+
+
+def _row_group_of(pf: pq.ParquetFile, row: int) -> tuple[int, int]:
+    """(row group, index within it) of file row ``row``; UsageError when out of range."""
+    total = pf.metadata.num_rows
+    if not 0 <= row < total:
+        raise UsageError(f"row {row} is out of range: the file has {total} rows (0..{total - 1})")
+    first = 0
+    for g in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(g).num_rows
+        if row < first + n:
+            return g, row - first
+        first += n
+    raise AssertionError("row counts of the row groups do not add up")  # pragma: no cover
+
+
+def read_row(path: str | Path, row: int) -> tuple[np.ndarray, np.ndarray]:
+    """One row's ``(tokens int32 [row_tokens], loss_mask uint8 [row_tokens])``, reading only its row group."""
+    pf = open_rows(path)
+    width = row_tokens_of(pf)
+    group, index = _row_group_of(pf, row)
+    table = pf.read_row_group(group, columns=["tokens", "loss_mask"]).slice(index, 1)
+    tokens = _binary_matrix(table.column("tokens"), 4 * width, "<i4", "tokens")[0]
+    mask = _binary_matrix(table.column("loss_mask"), width, np.uint8, "loss_mask")[0]
+    return tokens, mask
+
+
+@dataclass
+class Provenance:
+    """Which source conversations a row holds. Piece ``i`` is conversation ``conversation_ids[i]``'s tokens
+    ``[offsets[i], offsets[i] + lengths[i])``, at row positions ``[starts[i], starts[i] + lengths[i])``; an
+    offset > 0 means the conversation began in an earlier row. Positions no piece covers are the EOS tokens
+    the packer put between conversations."""
+
+    row: int
+    row_tokens: int
+    conversation_ids: list[str]
+    starts: list[int]
+    lengths: list[int]
+    offsets: list[int]
+
+    @property
+    def boundaries(self) -> list[int]:
+        """Document boundaries for varlen/THD attention (``cu_seqlens`` of the row): 0, the start of every
+        conversation piece, and ``row_tokens``. The EOS after a conversation stays in that conversation's
+        segment (it is the token the conversation's last token predicts)."""
+        return sorted({0, *self.starts, self.row_tokens})
+
+    def pieces(self) -> list[dict]:
+        return [
+            {"conversation": c, "start": s, "length": n, "offset": o}
+            for c, s, n, o in zip(self.conversation_ids, self.starts, self.lengths, self.offsets)
+        ]
+
+
+def _require_provenance(pf: pq.ParquetFile, path) -> None:
+    missing = [c for c in PROVENANCE_COLUMNS if c not in pf.schema_arrow.names]
+    if missing:
+        raise NotSftpackRows(f"{path}: no provenance columns ({', '.join(missing)} missing)")
+
+
+def read_provenance(path: str | Path, row: int) -> Provenance:
+    """The provenance of row ``row``: reads only the provenance columns of its row group, never the tokens.
+
+    ``sftpack.rows.read_provenance("rows.parquet", 3).boundaries`` -> ``[0, 193, 426, 8192]``
+    """
+    pf = open_rows(path)
+    _require_provenance(pf, path)
+    group, index = _row_group_of(pf, row)
+    values = pf.read_row_group(group, columns=PROVENANCE_COLUMNS).slice(index, 1).to_pylist()[0]
+    return Provenance(row, row_tokens_of(pf), *(values[c] or [] for c in PROVENANCE_COLUMNS))
+
+
+def read_all_provenance(path: str | Path) -> list[Provenance]:
+    """Provenance of every row (provenance columns only)."""
+    pf = open_rows(path)
+    _require_provenance(pf, path)
+    width = row_tokens_of(pf)
+    table = pf.read(columns=PROVENANCE_COLUMNS)
+    columns = [table.column(c).to_pylist() for c in PROVENANCE_COLUMNS]
+    return [Provenance(k, width, *(v or [] for v in values)) for k, values in enumerate(zip(*columns))]
 
 
 def hash_rows(path: str | Path) -> dict:

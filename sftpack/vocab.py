@@ -98,9 +98,15 @@ def _mask_from_byte_ends(ends: np.ndarray, lens: np.ndarray, byte_spans: Spans) 
 
 class TiktokenVocab(Vocab):
     """Byte-level BPE through tiktoken. ``nfc=True`` applies the NFC normalizer to ordinary text, as the
-    Qwen3.5 ``tokenizer.json`` does (special-token text is matched before normalization, as in HF)."""
+    Qwen3.5 ``tokenizer.json`` does (special-token text is matched before normalization, as in HF).
 
-    def __init__(self, encoding, eos_token: str, info: VocabInfo, nfc: bool):
+    ``long_input=(max_chars, max_run)`` cuts the text before encoding the way Kimi's ``tokenization_kimi.py``
+    does (see :func:`long_input_pieces`), so that tokens equal the real tokenizer's even on pathological
+    inputs; texts of at most ``max_run`` characters are encoded whole, as before.
+    """
+
+    def __init__(self, encoding, eos_token: str, info: VocabInfo, nfc: bool,
+                 long_input: tuple[int, int] | None = None):
         self.enc = encoding
         self.special_tokens = dict(encoding._special_tokens)
         if eos_token not in self.special_tokens:
@@ -117,19 +123,30 @@ class TiktokenVocab(Vocab):
             lens[rank] = len(token.encode("utf-8"))
         self.byte_lengths = lens
         self._special_re = re.compile("|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True)))
+        if long_input is not None and nfc:
+            raise ValueError("long_input cutting is only defined for tokenizers without NFC")
+        self.long_input = long_input
 
     def __getstate__(self):  # tiktoken Encodings pickle; keep the derived arrays too
         return self.__dict__
 
+    def _encode(self, text: str) -> list[int]:
+        if self.long_input is None or len(text) <= self.long_input[1]:
+            return self.enc.encode(text, allowed_special=self._allowed)
+        ids: list[int] = []
+        for piece in long_input_pieces(text, *self.long_input):
+            ids.extend(self.enc.encode(piece, allowed_special=self._allowed))
+        return ids
+
     def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
         if text.isascii():
             byte_spans = spans
-            ids = self.enc.encode(text, allowed_special=self._allowed)
+            ids = self._encode(text)
         elif self.nfc and not unicodedata.is_normalized("NFC", text):
             return self._encode_normalizing(text, spans)
         else:
             try:
-                ids = self.enc.encode(text, allowed_special=self._allowed)
+                ids = self._encode(text)
             except UnicodeEncodeError as e:
                 raise EncodeError(f"text is not valid Unicode ({e.reason} at char {e.start})") from None
             byte_spans = [(_char_to_byte(text, a), _char_to_byte(text, b)) for a, b in spans]
@@ -188,6 +205,24 @@ class TiktokenVocab(Vocab):
 
     def decode(self, ids) -> str:
         return self.enc.decode([int(i) for i in ids], errors="replace")
+
+
+def long_input_pieces(text: str, max_chars: int, max_run: int):
+    """The pieces Kimi's ``TikTokenTokenizer.encode`` encodes one by one: ``max_chars``-character chunks, each
+    cut so that no piece holds more than ``max_run`` consecutive whitespace (``str.isspace``) or
+    non-whitespace characters - a longer run is cut every ``max_run`` characters from its start. The same
+    pieces as :func:`sftpack.kimi_tokenizer.kimi_encode` (a per-character loop), found with a regex
+    (``\\s`` is exactly ``str.isspace``; the lookbehinds let a match start only where a run starts, which keeps
+    the search linear)."""
+    long_run = re.compile(r"(?<!\s)\s{%d,}|(?<!\S)\S{%d,}" % (max_run + 1, max_run + 1))
+    for chunk_start in range(0, len(text), max_chars):
+        chunk = text[chunk_start : chunk_start + max_chars]
+        start = 0
+        for m in long_run.finditer(chunk):  # maximal runs longer than max_run
+            for cut in range(m.start() + max_run, m.end(), max_run):
+                yield chunk[start:cut]
+                start = cut
+        yield chunk[start:]
 
 
 def _char_to_byte(text: str, index: int) -> int:

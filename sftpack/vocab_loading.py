@@ -116,7 +116,7 @@ def _load_local(profile: Profile, path: Path, description: str | None = None, so
     eos = _token_text(config.get("eos_token")) or profile.eos_token
     template = _chat_template(directory, config, files)
     if profile.tokenizer_format == "kimi-tiktoken" or (directory / "tiktoken.model").exists():
-        from .kimi_tokenizer import load_kimi_encoding
+        from .kimi_tokenizer import MAX_ENCODE_CHARS, MAX_RUN_CHARS, load_kimi_encoding
         from .vocab import TiktokenVocab
 
         model_file = directory / "tiktoken.model"
@@ -126,9 +126,13 @@ def _load_local(profile: Profile, path: Path, description: str | None = None, so
         for extra in ("tokenization_kimi.py",):  # hashed to prove which tokenizer it is; never executed
             if (directory / extra).exists():
                 files[extra] = sha256_file(directory / extra)
-        encoding, _ = load_kimi_encoding(model_file, directory / "tokenizer_config.json")
+        try:
+            encoding, _ = load_kimi_encoding(model_file, directory / "tokenizer_config.json")
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise UsageError(f"--tokenizer {path}: cannot load the Kimi tokenizer files ({e})") from None
         info = VocabInfo(description or f"Kimi tokenizer files in {directory}", source, files, template)
-        vocab: Vocab = TiktokenVocab(encoding, eos, info, nfc=False)
+        # Cut long texts as tokenization_kimi.py's encode does, so tokens equal the real tokenizer's.
+        vocab: Vocab = TiktokenVocab(encoding, eos, info, nfc=False, long_input=(MAX_ENCODE_CHARS, MAX_RUN_CHARS))
     else:
         tokenizer_json = path if path.is_file() else directory / "tokenizer.json"
         if not tokenizer_json.exists():

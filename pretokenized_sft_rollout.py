@@ -1,0 +1,15 @@
+"""slime / miles rollout function for rows written by ``sftpack build`` (no tokenizer, no chat template).
+
+    --rollout-function-path pretokenized_sft_rollout.generate_rollout \\
+    --prompt-data ROWS.parquet --input-key messages --metadata-key metadata
+
+The implementation lives in ``sftpack.rollout``; this top-level module only gives it the import path slime
+expects.
+
+    >>> generate_rollout.__module__
+    'sftpack.rollout'
+"""
+
+from sftpack.rollout import generate_rollout
+
+__all__ = ["generate_rollout"]

@@ -1,0 +1,189 @@
+"""Feed packed rows to slime / miles: ``generate_rollout`` for ``--rollout-function-path``.
+
+slime loads ``--prompt-data ROWS.parquet`` itself (``ParquetFile.iter_batches()`` then ``to_pylist()``) and keeps
+only ``row[--input-key]`` as ``Sample.prompt`` ("sftpack row K") and ``row[--metadata-key]`` as
+``Sample.metadata`` (``{"row": K, "build": NAME}``); every other column is dropped. So the tokens are read here,
+from the same parquet, at ``metadata["row"]``: one cached reader per file that decodes only the row groups a
+batch touches (64 rows each), columns ``tokens`` and ``loss_mask`` only. No tokenizer is loaded.
+
+Contract, as slime's ``sft_rollout``: each sample gets ``tokens`` (the row, list of int), ``response_length``
+(from the first supervised token to the end of the row), ``loss_mask`` (the last ``response_length`` mask
+values) and ``reward = 0``; the groups from ``data_buffer.get_samples(args.rollout_batch_size)`` are returned.
+
+    >>> import types
+    >>> sample = types.SimpleNamespace(tokens=None)
+    >>> fill_sample(sample, np.array([5, 6, 7, 8], np.int32), np.array([0, 0, 1, 0], np.uint8), where="row 0")
+    >>> sample.tokens, sample.response_length, sample.loss_mask, sample.reward
+    ([5, 6, 7, 8], 2, [1, 0], 0)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from .errors import UsageError
+from .rows import NotSftpackRows, _binary_matrix, open_rows, row_tokens_of
+
+__all__ = ["RolloutError", "RowSource", "fill_sample", "generate_rollout", "row_source"]
+
+CACHED_GROUPS = 8  # decoded row groups kept per file beyond the current batch's (consecutive batches share one)
+
+
+class RolloutError(ValueError):
+    """The samples handed to ``generate_rollout`` cannot be fed from sftpack rows."""
+
+
+class RowSource:
+    """Random access to the rows of one sftpack parquet; decodes only the row groups asked for.
+
+    ``RowSource(path).rows([3, 70])`` -> ``(tokens int32 [2, row_tokens], loss_mask uint8 [2, row_tokens])``.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = str(path)
+        try:
+            self._pf = open_rows(path)
+            self.row_tokens = row_tokens_of(self._pf)
+        except UsageError as e:  # NotSftpackRows included: say which file slime was given
+            message = str(e) if str(e).startswith(str(path)) else f"{path}: {e}"
+            raise RolloutError(f"--prompt-data {message}") from None
+        meta = self._pf.schema_arrow.metadata or {}
+        self.build = meta.get(b"sftpack.build", b"").decode() or None
+        md = self._pf.metadata
+        sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+        self._starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # first row of each group, then the end
+        self.num_rows = int(self._starts[-1])
+        self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    def rows(self, indices) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``indices`` (in that order) as ``(tokens, loss_mask)`` arrays."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        bad = idx[(idx < 0) | (idx >= self.num_rows)]
+        if len(bad):
+            raise RolloutError(f"--prompt-data {self.path}: row {int(bad[0])} does not exist (the file has {self.num_rows} rows)")
+        groups = np.searchsorted(self._starts, idx, side="right") - 1
+        needed = [int(g) for g in np.unique(groups)]
+        self._load([g for g in needed if g not in self._cache])
+        for g in needed:
+            self._cache.move_to_end(g)
+        while len(self._cache) > max(CACHED_GROUPS, len(needed)):
+            self._cache.popitem(last=False)
+        tokens = np.empty((len(idx), self.row_tokens), dtype=np.int32)
+        mask = np.empty((len(idx), self.row_tokens), dtype=np.uint8)
+        for i, (g, r) in enumerate(zip(groups, idx)):
+            t, m = self._cache[int(g)]
+            tokens[i] = t[r - self._starts[g]]
+            mask[i] = m[r - self._starts[g]]
+        return tokens, mask
+
+    def _load(self, groups: list[int]) -> None:
+        if not groups:
+            return
+        # One read for all missing groups: pyarrow decodes them on its thread pool.
+        table = self._pf.read_row_groups(groups, columns=["tokens", "loss_mask"])
+        try:
+            tokens = _binary_matrix(table.column("tokens"), 4 * self.row_tokens, "<i4", "tokens")
+            mask = _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask")
+        except NotSftpackRows as e:
+            raise RolloutError(f"--prompt-data {self.path}: {e}") from None
+        at = 0
+        for g in groups:
+            n = int(self._starts[g + 1] - self._starts[g])
+            # Copies: a cached group must not keep the whole multi-group read alive.
+            self._cache[g] = (tokens[at : at + n].astype(np.int32), mask[at : at + n].copy())
+            at += n
+
+
+_SOURCES: dict[tuple, RowSource] = {}
+
+
+def row_source(path: str | Path) -> RowSource:
+    """The cached ``RowSource`` of ``path``; reopened when the file changes (size or mtime)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise RolloutError(f"--prompt-data {path}: {e.strerror}") from None
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    source = _SOURCES.get(key)
+    if source is None:
+        for old in [k for k in _SOURCES if k[0] == key[0]]:
+            del _SOURCES[old]
+        source = _SOURCES[key] = RowSource(path)
+    return source
+
+
+def prompt_data_path(value: str) -> str:
+    """slime's ``--prompt-data`` without its optional ``@[start:end]`` row slice (row ids are absolute anyway).
+
+    >>> prompt_data_path("rows.parquet@[0:128]"), prompt_data_path("rows.parquet")
+    ('rows.parquet', 'rows.parquet')
+    """
+    m = re.match(r"^(?P<path>.*)@\[-?\d*:-?\d*\]$", value)
+    return m.group("path") if m else value
+
+
+def fill_sample(sample, tokens: np.ndarray, mask: np.ndarray, where: str) -> None:
+    """Set ``tokens``, ``response_length``, ``loss_mask`` and ``reward`` of one sample from its row."""
+    if mask[0] != 0:
+        # The trainer predicts token t from t-1: position 0 has no prediction, so it can never be a target.
+        raise RolloutError(f"{where}: loss_mask[0] is 1; position 0 is never a target (not rows written by sftpack build)")
+    supervised = np.flatnonzero(mask)
+    if len(supervised) == 0:
+        raise RolloutError(f"{where}: the row has no supervised token (sftpack build never writes such rows)")
+    if mask[supervised].max() != 1:
+        raise RolloutError(f"{where}: loss_mask holds values other than 0 and 1")
+    first = int(supervised[0])
+    sample.tokens = tokens.tolist()
+    sample.response_length = len(tokens) - first
+    sample.loss_mask = mask[first:].tolist()
+    sample.reward = 0
+
+
+def _row_of(sample, path: str, source: RowSource) -> int:
+    metadata = getattr(sample, "metadata", None)
+    prompt = getattr(sample, "prompt", None)
+    row = metadata.get("row") if isinstance(metadata, dict) else None
+    if not isinstance(row, (int, np.integer)) or isinstance(row, bool):
+        raise RolloutError(
+            f"--prompt-data {path}: sample (prompt {str(prompt)[:40]!r}) has no integer metadata['row'] "
+            f"(metadata {str(metadata)[:80]}): not an sftpack row, or slime was not given --metadata-key metadata")
+    row = int(row)
+    build = metadata.get("build")
+    if source.build and build is not None and build != source.build:
+        raise RolloutError(f"--prompt-data {path}: row {row} says build {build!r} but the file holds {source.build!r}")
+    if isinstance(prompt, str) and prompt.startswith("sftpack row ") and prompt != f"sftpack row {row}":
+        raise RolloutError(f"--prompt-data {path}: row {row}: prompt {prompt!r} names another row")
+    return row
+
+
+def generate_rollout(args, rollout_id, data_buffer, evaluation=False):
+    """slime/miles rollout function: the next ``args.rollout_batch_size`` rows, tokens and loss masks set."""
+    if evaluation:
+        raise RolloutError("pretokenized_sft_rollout has no evaluation rollout: SFT rows have nothing to generate "
+                           "(leave out --eval-interval, or give --eval-function-path another function)")
+    if getattr(args, "rollout_global_dataset", True) is False:
+        raise RolloutError("pretokenized_sft_rollout needs --rollout-global-dataset (the rows come from --prompt-data)")
+    if not getattr(args, "prompt_data", None):
+        raise RolloutError("pretokenized_sft_rollout needs --prompt-data ROWS.parquet (the parquet sftpack build wrote)")
+    if not hasattr(data_buffer, "get_samples"):
+        raise RolloutError(f"pretokenized_sft_rollout needs a data buffer with get_samples(); got {type(data_buffer).__name__}")
+    path = prompt_data_path(args.prompt_data)
+    source = row_source(path)
+    max_len = getattr(args, "rollout_max_context_len", None)
+    if max_len is not None and max_len < source.row_tokens:
+        # slime's sft_rollout would silently truncate; a fixed-length row cut short is no longer the recipe's row.
+        raise RolloutError(f"--prompt-data {path}: rows are {source.row_tokens} tokens but --rollout-max-context-len "
+                           f"is {max_len}; unset it or build rows of that length")
+
+    groups = data_buffer.get_samples(args.rollout_batch_size)
+    samples = [sample for group in groups for sample in group]
+    rows = [_row_of(sample, path, source) for sample in samples]
+    tokens, mask = source.rows(rows)
+    for sample, row, t, m in zip(samples, rows, tokens, mask):
+        fill_sample(sample, t, m, where=f"--prompt-data {path} row {row}")
+    return groups

