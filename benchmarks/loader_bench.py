@@ -9,7 +9,8 @@ compresses like text, not like zeros), and beside it a baseline holding the same
 - slime loader: ``ParquetFile.iter_batches()`` + ``batch.to_pylist()`` over all columns, keeping
   ``row["messages"]`` and ``row["metadata"]`` in Sample-like objects (slime/utils/data.py);
 - miles / older-slime loader: ``pd.read_parquet(dtype_backend="pyarrow")`` + ``iterrows()`` + ``to_dict()``;
-- ``generate_rollout`` on a 128-row batch (consecutive rows, and 128 rows drawn at random), cold reader;
+- ``generate_rollout`` on a 128-row batch (consecutive rows, and rows of a shuffled order as with
+  ``--rollout-shuffle``), first batch with a cold reader; "next batch" is the second batch of the same process;
 - ``sftpack.read_rows`` of the whole file.
 
     python benchmarks/loader_bench.py                  # full size (writes ~0.5 GB under a temp dir)
@@ -145,20 +146,25 @@ class _Buffer:
 
 
 def _rollout(path: str, order: str) -> dict:
+    """Two 128-row batches through ``generate_rollout`` in one process: the first with a cold reader."""
     import types
 
     from sftpack.rollout import generate_rollout
     from sftpack.rows import open_rows
 
     n_rows = open_rows(path).metadata.num_rows
-    rows = np.arange(128) + 256 if order == "consecutive" else np.random.default_rng(1).choice(n_rows, 128, replace=False)
-    samples = [_Sample(f"sftpack row {k}", {"row": int(k), "build": "bench-build"}) for k in rows]
+    order_rows = np.arange(n_rows) if order == "consecutive" else np.random.default_rng(1).permutation(n_rows)
     args = types.SimpleNamespace(prompt_data=path, rollout_batch_size=128, rollout_global_dataset=True)
-    start = time.perf_counter()
-    groups = generate_rollout(args, 0, _Buffer(samples))
-    seconds = time.perf_counter() - start
-    assert len(groups) == 128 and len(groups[0][0].tokens) == len(groups[0][0].loss_mask) + groups[0][0].tokens.index(groups[0][0].tokens[0]) or True
-    return {"rows": len(groups), "inner_seconds": seconds}
+    times = []
+    for b in range(2):
+        rows = order_rows[128 * b + 32 : 128 * (b + 1) + 32]  # off the 64-row group boundaries, like a real run
+        samples = [_Sample(f"sftpack row {k}", {"row": int(k), "build": "bench-build"}) for k in rows]
+        start, cpu = time.perf_counter(), time.process_time()
+        groups = generate_rollout(args, b, _Buffer(samples))
+        times.append((time.perf_counter() - start, time.process_time() - cpu))
+        sample = groups[-1][0]
+        assert len(groups) == 128 and len(sample.loss_mask) == sample.response_length <= len(sample.tokens)
+    return {"rows": 128, "inner_seconds": times[0][0], "inner_cpu": times[0][1], "next_seconds": times[1][0]}
 
 
 def child_rollout_consecutive(path: str) -> dict:
@@ -191,9 +197,10 @@ def child_main(kind: str, path: str) -> None:
     import sftpack.rollout  # noqa: F401
 
     before = _rss_mb()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = CHILDREN[kind](path)
     result["seconds"] = result.pop("inner_seconds", time.perf_counter() - start)
+    result["cpu_seconds"] = result.pop("inner_cpu", time.process_time() - cpu)
     result["peak_mb"] = _peak_mb()
     result["growth_mb"] = result["peak_mb"] - before
     print(json.dumps(result))
@@ -225,25 +232,26 @@ def main() -> None:
         if not args.no_baseline:
             plan += [("slime loader, list baseline", "slime", list_path), ("miles loader, list baseline", "miles", list_path)]
         plan += [("generate_rollout 128 consecutive", "rollout_consecutive", binary_path),
-                 ("generate_rollout 128 random", "rollout_random", binary_path),
+                 ("generate_rollout 128 shuffled", "rollout_random", binary_path),
                  ("sftpack.read_rows (all rows)", "read_rows", binary_path)]
         results = {}
-        print(f"\n{'measurement':<36} {'seconds':>8} {'peak RSS MB':>12} {'growth MB':>10}")
+        print(f"\n{'measurement (median of %d runs)' % args.repeat:<36} {'seconds':>8} {'CPU s':>7} {'peak RSS MB':>12} "
+              f"{'growth MB':>10}  {'next batch s':>12}")
         for label, kind, path in plan:
             runs = [run_child(kind, path) for _ in range(args.repeat)]
-            r = {"seconds": statistics.median(x["seconds"] for x in runs), "peak_mb": max(x["peak_mb"] for x in runs),
-                 "growth_mb": max(x["growth_mb"] for x in runs)}
+            r = {key: statistics.median(x[key] for x in runs) for key in ("seconds", "cpu_seconds")}
+            r.update({key: max(x[key] for x in runs) for key in ("peak_mb", "growth_mb")})
+            nxt = f"{statistics.median(x['next_seconds'] for x in runs):12.3f}" if "next_seconds" in runs[0] else ""
             results[label] = r
-            print(f"{label:<36} {r['seconds']:8.3f} {r['peak_mb']:12.0f} {r['growth_mb']:10.0f}")
+            print(f"{label:<36} {r['seconds']:8.3f} {r['cpu_seconds']:7.3f} {r['peak_mb']:12.0f} {r['growth_mb']:10.0f}  {nxt}")
         if not args.no_baseline:
-            for name in ("slime", "miles"):
-                base, ours = results[f"{name} loader, list baseline" if name == "slime" else "miles loader, list baseline"], \
-                    results["slime loader" if name == "slime" else "miles loader (pandas)"]
-                print(f"{name} loader, binary vs list baseline: {base['seconds'] / ours['seconds']:.1f}x faster, "
-                      f"{base['growth_mb'] / max(ours['growth_mb'], 1):.1f}x less memory growth")
+            for ours, base in (("slime loader", "slime loader, list baseline"), ("miles loader (pandas)", "miles loader, list baseline")):
+                o, b = results[ours], results[base]
+                print(f"{ours}: binary layout vs list baseline: {b['seconds'] / o['seconds']:.1f}x less time, "
+                      f"{b['cpu_seconds'] / o['cpu_seconds']:.1f}x less CPU, {b['growth_mb'] / max(o['growth_mb'], 1):.1f}x less memory growth")
         full = args.rows == 6400 and args.row_tokens == 8192
         loader = results["slime loader"]
-        rollout = max(results["generate_rollout 128 consecutive"]["seconds"], results["generate_rollout 128 random"]["seconds"])
+        rollout = max(results["generate_rollout 128 consecutive"]["seconds"], results["generate_rollout 128 shuffled"]["seconds"])
         print(f"targets{'' if full else ' (not full size: indicative only)'}: slime loader {loader['seconds']:.2f} s <= 3 s "
               f"{'ok' if loader['seconds'] <= 3 else 'MISSED'}, peak {loader['peak_mb']:.0f} MB <= 1024 MB "
               f"{'ok' if loader['peak_mb'] <= 1024 else 'MISSED'}; generate_rollout {rollout:.3f} s <= 0.5 s "

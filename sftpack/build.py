@@ -8,6 +8,7 @@ depend on ``workers``.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from collections import Counter
@@ -70,41 +71,41 @@ _ENCODER: ConversationEncoder | None = None
 _SOURCE: Source | None = None
 
 
-def _has_control_text(messages) -> bool:
-    return any(isinstance(m, dict) and isinstance(m.get("content"), str) and any(c in m["content"] for c in CONTROL_TEXT) for m in messages)
+_CONTROL_RE = re.compile("|".join(map(re.escape, CONTROL_TEXT)))
+
+
+def _has_control_text(messages: list) -> bool:
+    return _CONTROL_RE.search("\x00".join(m["content"] for m in messages)) is not None
 
 
 def encode_chunk(indices: np.ndarray) -> ChunkResult:
     """Read and encode the source rows ``indices`` (runs in a worker, or inline with one worker)."""
     encoder, source = _ENCODER, _SOURCE
-    ids, status, lengths, tokens, masks = [], [], [], [], []
+    ids, status = [], []
+    texts, spans, kept = [], [], []  # kept: position in the chunk of each text
     control = 0
-    for index, item in zip(indices, source.take(indices)):
+    for item in source.take(indices):
         if isinstance(item, RowError):
-            ids.append(f"row-{index}")
+            ids.append(item.row_id)
             status.append((item.reason, item.detail))
             continue
         conv_id, messages = item
         ids.append(conv_id)
         try:
-            t, m = encoder(messages)
+            text, text_spans = encoder.prepare(messages)
         except Skip as skip:
             status.append((skip.reason, skip.detail))
             continue
-        if isinstance(messages, list) and _has_control_text(messages):
-            control += 1
+        control += _has_control_text(messages)
         status.append(None)
-        lengths.append(len(t))
-        tokens.append(t)
-        masks.append(m)
-    return ChunkResult(
-        ids,
-        status,
-        np.asarray(lengths, dtype=np.int64),
-        np.concatenate(tokens) if tokens else np.zeros(0, np.int32),
-        np.concatenate(masks) if masks else np.zeros(0, np.uint8),
-        control,
-    )
+        kept.append(len(status) - 1)
+        texts.append(text)
+        spans.append(text_spans)
+    batch = encoder.vocab.encode_masked_batch(texts, spans)
+    for i, message in batch.errors.items():
+        status[kept[i]] = ("invalid_unicode", message)
+    lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
+    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, control)
 
 
 @dataclass

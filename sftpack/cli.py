@@ -224,7 +224,34 @@ def cmd_inspect(args) -> int:
     return 0
 
 
-COMMANDS = [_add_build, _add_models, _add_hash, _add_encode, _add_verify, _add_inspect]
+def _add_loss(sub) -> None:
+    p = sub.add_parser("loss", help="step-0 loss of rows under a Hugging Face causal LM (needs torch)", description=(
+        "Per-token mean cross-entropy over the supervised targets of the first --limit rows (target t predicted "
+        "from position t-1), the LM head and softmax run in chunks of --chunk positions. Prints the loss, tokens/s "
+        "and peak GPU memory. torch is the optional extra sftpack[loss]."))
+    p.add_argument("--model", required=True, help="Hugging Face model id or local directory")
+    p.add_argument("--revision", help="model revision (branch, tag or commit)")
+    p.add_argument("--rows", required=True, metavar="ROWS.parquet", help="rows parquet written by sftpack build")
+    p.add_argument("--limit", type=int, default=128, help="first rows to evaluate (default: 128)")
+    p.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
+    p.add_argument("--dtype", default="bfloat16", help="bfloat16 (default), float16, float32 or float64")
+    p.add_argument("--chunk", type=int, default=1024, help="positions per LM-head/cross-entropy chunk (default: 1024)")
+    p.add_argument("--per-row", action="store_true", help="also report each row's loss")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow the model repository's own code")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_loss)
+
+
+def cmd_loss(args) -> int:
+    from .loss import format_result, loss_of_rows
+
+    result = loss_of_rows(args.model, args.rows, revision=args.revision, limit=args.limit, device=args.device,
+                          dtype=args.dtype, chunk=args.chunk, per_row=args.per_row, trust_remote_code=args.trust_remote_code)
+    print(json.dumps(result, indent=2) if args.json else format_result(result))
+    return 0
+
+
+COMMANDS = [_add_build, _add_models, _add_hash, _add_encode, _add_verify, _add_inspect, _add_loss]
 
 
 def make_parser() -> argparse.ArgumentParser:

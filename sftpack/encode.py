@@ -28,15 +28,19 @@ class ConversationEncoder:
     rule: MaskRule
     renderer_description: str
 
-    def __call__(self, messages) -> tuple[np.ndarray, np.ndarray]:
+    def prepare(self, messages) -> tuple[str, list[tuple[int, int]]]:
+        """Rendered text and its supervised character spans, or :class:`Skip`."""
         clean = check_messages(messages)
         try:
             rendered = self.render(clean)
         except TemplateError as e:
             raise Skip("template_error", str(e)) from None
-        spans = supervised_spans(rendered, clean, self.rule)
+        return rendered.text, supervised_spans(rendered, clean, self.rule)
+
+    def __call__(self, messages) -> tuple[np.ndarray, np.ndarray]:
+        text, spans = self.prepare(messages)
         try:
-            return self.vocab.encode_masked(rendered.text, spans)
+            return self.vocab.encode_masked(text, spans)
         except EncodeError as e:
             raise Skip("invalid_unicode", str(e)) from None
 

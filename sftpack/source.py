@@ -33,10 +33,11 @@ IN_MEMORY_PARQUET_BYTES = 256 << 20
 class RowError(Exception):
     """One source row is unreadable (bad JSON, not an object); the build skips and counts it."""
 
-    def __init__(self, reason: str, detail: str):
+    def __init__(self, reason: str, detail: str, row_id: str):
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
+        self.row_id = row_id
 
 
 @dataclass
@@ -67,21 +68,38 @@ class TableSource(Source):
                 f"source {info.dataset}: no `messages` column (columns: {', '.join(table.column_names)}); "
                 "expected Tulu 3's schema: id, messages [{role, content}], source"
             )
-        keep = [c for c in ("id", "messages") if c in table.column_names]
-        self.table = table.select(keep)
         self.info = info
+        self.columns = [table.column("messages").chunks]
+        if "id" in table.column_names:
+            self.columns.append(table.column("id").chunks)
+        self._n = table.num_rows
+        sizes = [len(c) for c in self.columns[0]]
+        self._bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        for chunks in self.columns[1:]:  # the id column may be chunked differently: align it
+            if [len(c) for c in chunks] != sizes:
+                self.columns = [table.combine_chunks().column(k).chunks for k in ("messages", "id")]
+                self._bounds = np.array([0, self._n], dtype=np.int64)
+                break
 
     def __len__(self) -> int:
-        return self.table.num_rows
+        return self._n
 
     def take(self, indices) -> list[tuple[str, object]]:
-        part = self.table.take(pa.array(np.asarray(indices, dtype=np.int64)))
-        messages = part.column("messages").to_pylist()
-        if "id" in part.column_names:
-            ids = [str(i) if i is not None else f"row-{k}" for i, k in zip(part.column("id").to_pylist(), indices)]
-        else:
-            ids = [f"row-{k}" for k in indices]
-        return list(zip(ids, messages))
+        # Take chunk by chunk: ChunkedArray.take would first concatenate every chunk of a memory-mapped
+        # source (gigabytes) to pick a hundred rows.
+        indices = np.asarray(indices, dtype=np.int64)
+        chunk_of = np.searchsorted(self._bounds, indices, side="right") - 1
+        messages: list = [None] * len(indices)
+        ids: list = [None] * len(indices)
+        for chunk in np.unique(chunk_of):
+            where = np.flatnonzero(chunk_of == chunk)
+            local = pa.array(indices[where] - self._bounds[chunk])
+            got = self.columns[0][chunk].take(local).to_pylist()
+            got_ids = self.columns[1][chunk].take(local).to_pylist() if len(self.columns) > 1 else [None] * len(where)
+            for position, m, i in zip(where.tolist(), got, got_ids):
+                messages[position] = m
+                ids[position] = i
+        return [(str(i) if i is not None else f"row-{k}", m) for i, k, m in zip(ids, indices.tolist(), messages)]
 
 
 class JsonLinesSource(Source):
@@ -121,10 +139,10 @@ class JsonLinesSource(Source):
             try:
                 row = json.loads(line)
             except ValueError as e:
-                out.append(RowError("invalid_json", f"line {k + 1}: {e}"))
+                out.append(RowError("invalid_json", f"line {k + 1}: {e}", f"line-{k + 1}"))
                 continue
             if not isinstance(row, dict):
-                out.append(RowError("row_not_object", f"line {k + 1} is a JSON {type(row).__name__}"))
+                out.append(RowError("row_not_object", f"line {k + 1} is a JSON {type(row).__name__}", f"line-{k + 1}"))
                 continue
             rid = row.get("id")
             out.append((str(rid) if rid is not None else f"row-{k}", row.get("messages")))
@@ -146,7 +164,7 @@ class ListSource(Source):
         for k in indices:
             row = self.rows[k]
             if not isinstance(row, dict):
-                out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}"))
+                out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}", f"row-{k}"))
                 continue
             rid = row.get("id")
             out.append((str(rid) if rid is not None else f"row-{k}", row.get("messages")))

@@ -324,15 +324,16 @@ gens vie travail entreprise marché gouvernement étudiant professeur enfants am
 réseau utilisateur produit service conception gestion plan objectif résultat analyse important nécessaire simple
 complexe nouveau grand petit temps année jour ville pays question réponse exemple solution c'est qu'il d'un l'on""",
 }
-_LANG_FORMAT = {  # separator, comma, sentence ends (mostly first), capitalize first letter
-    "zh": ("", "，", "。。。。。。？！", False),
-    "ja": ("", "、", "。。。。。。？！", False),
-    "ko": (" ", ",", "......?!", False),
-    "ar": (" ", "،", "......؟!", False),
-    "hi": (" ", ",", "।।।।।।?!", False),
-    "ru": (" ", ",", "......?!", True),
-    "es": (" ", ",", "......?!", True),
-    "fr": (" ", ",", "......?!", True),
+_LANG_FORMAT = {  # word separator, comma, sentence end marks (repetition = weight), capitalize sentences
+    "en": (" ", ",", "." * 40 + "??!", True),
+    "zh": ("", "，", "。" * 12 + "？！", False),
+    "ja": ("", "、", "。" * 12 + "？！", False),
+    "ko": (" ", ",", "." * 12 + "?!", False),
+    "ar": (" ", "،", "." * 12 + "؟!", False),
+    "hi": (" ", ",", "।" * 12 + "?!", False),
+    "ru": (" ", ",", "." * 12 + "?!", True),
+    "es": (" ", ",", "." * 12 + "?!", True),
+    "fr": (" ", ",", "." * 12 + "?!", True),
 }
 
 
@@ -358,12 +359,32 @@ def _inflect_verb(verb: str) -> list[str]:
     return [verb, third, past, ing]
 
 
-def _plural(noun: str) -> str:
+_IRREGULAR_PLURAL = {
+    "half": "halves", "knife": "knives", "life": "lives", "wife": "wives", "child": "children", "woman": "women",
+    "person": "people", "foot": "feet", "tooth": "teeth", "mouse": "mice", "analysis": "analyses",
+    "crisis": "crises", "basis": "bases", "criteria": "criteria", "people": "peoples", "thesis": "theses",
+}
+_MASS = frozenset("""advice information knowledge research evidence equipment furniture homework music news software
+traffic water weather wealth health safety physics math chemistry psychology literature poetry pollution
+education freedom courage wisdom sympathy violence hunger pride faith peace privacy labor satisfaction butter
+cheese rice salt sand snow soil sugar juice beer dirt luck money mud oil gold silver grass childhood
+friendship leadership membership maintenance marketing management engineering shopping housing""".split())
+
+
+def _plural(noun: str) -> str | None:
+    if noun in _MASS:
+        return None
+    if noun in _IRREGULAR_PLURAL:
+        return _IRREGULAR_PLURAL[noun]
     if noun.endswith(("s", "x", "z", "ch", "sh")):
         return noun + "es"
     if noun.endswith("y") and noun[-2] not in "aeiou":
         return noun[:-1] + "ies"
     return noun + "s"
+
+
+def _nouns(noun: str) -> str:
+    return _plural(noun) or noun
 
 
 def _number_tokens() -> list[str]:
@@ -389,11 +410,38 @@ def _apportion(weights: list[float], slots: int) -> list[int]:
     return counts
 
 
+def _cap(word: str) -> str:
+    return word[0].upper() + word[1:]
+
+
+_TABLE_SIZE = 1 << 16  # texts are drawn 16 bits per word
+
+
+def _text_table(plain: list[str], lang: str, sentence: int, comma_share: int, seed: str) -> tuple[str, ...]:
+    """A 2**16-slot table: ``plain`` words plus punctuated entries, so that a paragraph is one lookup and one join.
+
+    A sentence boundary is one entry, ``"word. Next"`` (end mark, separator, capitalized next word), drawn once
+    every ``sentence`` words on average; ``"word,"`` entries make about one word in ``comma_share`` carry a comma.
+    """
+    sep, comma, ends, cap = _LANG_FORMAT[lang]
+    r = random.Random(seed)
+    n_bound, n_comma = _TABLE_SIZE // sentence, _TABLE_SIZE // comma_share
+    table = list(plain[: _TABLE_SIZE - n_bound - n_comma])
+    for _ in range(n_comma):
+        table.append(plain[r.randrange(len(plain))] + comma)
+    for _ in range(n_bound):
+        nxt = plain[r.randrange(len(plain))]
+        table.append(plain[r.randrange(len(plain))] + ends[r.randrange(len(ends))] + sep + (_cap(nxt) if cap else nxt))
+    r.shuffle(table)
+    return tuple(table)
+
+
 def _build_english() -> tuple[tuple[str, ...], list[str]]:
+    """Plain Zipf table of English word forms (and a few number tokens), plus the words by rank."""
     function = list(dict.fromkeys(_FUNCTION.split()))
     content: list[str] = []
     for noun in _NOUNS.split():
-        content += [noun, _plural(noun)]
+        content += [noun, _plural(noun) or noun]
     for verb in _VERBS.split():
         content += _inflect_verb(verb)
     for text in (_IRREGULAR, _ADJECTIVES, _ADVERBS, _TECH, _NAMES):
@@ -402,49 +450,52 @@ def _build_english() -> tuple[tuple[str, ...], list[str]]:
     unique = [w for w in dict.fromkeys(content) if w not in seen]
     random.Random("sftpack-vocabulary").shuffle(unique)
     ranked = function + unique
-    size, number_slots = 1 << 16, 1400
-    counts = _apportion([1.0 / (r + 2.7) for r in range(len(ranked))], size - number_slots)
+    number_slots = 1400
+    counts = _apportion([1.0 / (r + 2.7) for r in range(len(ranked))], _TABLE_SIZE - number_slots)
     numbers = _number_tokens()
     table: list[str] = []
     for word, count in zip(ranked, counts):
         table += [word] * count
     for k in range(number_slots):
         table.append(numbers[k % len(numbers)])
-    assert len(table) == size
+    random.Random("sftpack-plain").shuffle(table)
     return tuple(table), ranked
 
 
-_EN_TABLE, _EN_WORDS = _build_english()
-_IDENT_WORDS = tuple(w for w in dict.fromkeys(_NOUNS.split() + _VERBS.split()) if 3 <= len(w) <= 9)
-_PEOPLE = tuple(_NAMES.split()[:50])
-_OCCUPATION_LIST = tuple(o.strip().replace("\n", " ") for o in _OCCUPATIONS.split(";") if o.strip())
-
-
-def _build_lang_table(words: list[str]) -> tuple[str, ...]:
+def _build_lang_plain(words: list[str]) -> tuple[str, ...]:
     order = list(words)
     random.Random("sftpack-lang").shuffle(order)
-    counts = _apportion([1.0 / (r + 6) for r in range(len(order))], 256)
+    counts = _apportion([1.0 / (r + 6) for r in range(len(order))], _TABLE_SIZE)
     table: list[str] = []
     for word, count in zip(order, counts):
         table += [word] * count
-    return tuple(table[:256])
+    random.Random("sftpack-lang-plain").shuffle(table)
+    return tuple(table)
 
 
-_LANG_TABLES = {lang: _build_lang_table(text.split()) for lang, text in _LANG_WORDS.items()}
-
-# Sentence length (words) indexed by a random byte: 5..32, mean about 16.
-_SLEN = tuple(5 + (b * 11) // 256 + (b * b * 18) // 65536 for b in range(256))
-_END = tuple("?" if h >= 250 else "!" if h >= 246 else "." for h in range(256))
+_EN_PLAIN, _EN_WORDS = _build_english()
+_EN_CAP = {w: _cap(w) for w in dict.fromkeys(_EN_PLAIN)}
+_TABLES = {"en": _text_table(_EN_PLAIN, "en", 17, 14, "sftpack-en")}
+for _lang, _text in _LANG_WORDS.items():
+    _TABLES[_lang] = _text_table(_build_lang_plain(_text.split()), _lang, 10, 9, f"sftpack-{_lang}")
+del _lang, _text
+_KEYWORDS = frozenset("""return break continue print import class try while for else case default type switch function
+var let const new delete with yield lambda global pass raise from def del assert async await true false none null
+self this super static public private protected int float str list dict set len range sum max min open input object
+string package interface struct func mut use mod impl trait enum loop where select order group join limit having
+count table values insert update match char long short double byte final export require catch throw finally""".split())
+_IDENT_WORDS = tuple(w for w in dict.fromkeys(_NOUNS.split() + _VERBS.split()) if 3 <= len(w) <= 9 and w not in _KEYWORDS)
+_PEOPLE = tuple(_NAMES.split()[:50])
+_OCCUPATION_LIST = tuple(o.strip().replace("\n", " ") for o in _OCCUPATIONS.split(";") if o.strip())
 _BIG_ENDIAN = sys.byteorder == "big"
-_EN_CAP = {w: w[0].upper() + w[1:] for w in dict.fromkeys(_EN_TABLE)}
 
 
 # --------------------------------------------------------------------------------------------------------
-# Text primitives.
+# Text primitives. Small uniform draws use ``int(rng.random() * k)`` (faster than ``randrange``; plain IEEE
+# arithmetic, so the same everywhere).
 
 
 def _rb(rng: random.Random, k: int) -> int:
-    """Uniform in ``range(k)`` (faster than ``randrange``; plain IEEE arithmetic, so stable everywhere)."""
     return int(rng.random() * k)
 
 
@@ -464,99 +515,40 @@ def _u16(rng: random.Random, k: int) -> array.array:
     return a
 
 
-def _words(rng: random.Random, k: int) -> tuple[str, ...]:
-    """``k`` (>= 2) Zipf-distributed English word forms."""
-    return itemgetter(*_u16(rng, k))(_EN_TABLE)
-
-
 class _Rng(random.Random):
-    """``random.Random`` plus per-conversation buffers of pre-drawn sentences and words (drawing text in
-    batches keeps the per-call overhead low; the buffers are consumed in order, so this stays deterministic)."""
+    """``random.Random`` plus a buffer of pre-drawn plain words for phrases and titles."""
 
     def __init__(self, seed: str) -> None:
         super().__init__(seed)
-        self.sentences: dict[str, list[str]] = {}
-        self.spos: dict[str, int] = {}
         self.wbuf: tuple[str, ...] = ()
         self.wpos = 0
 
 
-def _en_sentences(rng: random.Random, nwords: int) -> list[str]:
-    a = _u16(rng, nwords + nwords // 5 + 2)
-    words = list(itemgetter(*a[:nwords])(_EN_TABLE))
-    out = []
-    pos = 0
-    for c in a[nwords:]:  # one control value per sentence: low byte length, high byte comma and end mark
-        length = _SLEN[c & 255]
-        if pos + length > nwords:
-            break
-        h = c >> 8
-        if h < 110:
-            j = pos + 2 + h % (length - 3)
-            words[j] += ","
-        words[pos] = _EN_CAP[words[pos]]
-        out.append(" ".join(words[pos:pos + length]) + _END[h])
-        pos += length
-    return out
+def _lang_para(rng: random.Random, lang: str, nwords: int) -> str:
+    """Text of about ``nwords`` words in ``lang``: sentences (capitalized where the script has case), commas."""
+    nwords = max(nwords, 2)
+    sep, _, ends, cap = _LANG_FORMAT[lang]
+    text = sep.join(itemgetter(*_u16(rng, nwords))(_TABLES[lang]))
+    if text[-1] not in ends:
+        text = text.rstrip(",，、،") + ends[0]
+    return _cap(text) if cap else text
 
 
-def _lang_sentences(rng: random.Random, lang: str, nwords: int) -> list[str]:
-    table = _LANG_TABLES[lang]
-    sep, comma, ends, cap = _LANG_FORMAT[lang]
-    words = list(itemgetter(*rng.getrandbits(8 * nwords).to_bytes(nwords, "little"))(table))
-    out = []
-    pos = 0
-    for c in _u16(rng, nwords // 3 + 2):
-        length = 3 + _SLEN[c & 255] // 2
-        if pos + length > nwords:
-            break
-        h = c >> 8
-        if h < 120:
-            words[pos + 1 + h % (length - 2)] += comma
-        if cap:
-            words[pos] = words[pos][0].upper() + words[pos][1:]
-        out.append(sep.join(words[pos:pos + length]) + ends[h % len(ends)])
-        pos += length
-    return out
-
-
-def _take(rng: _Rng, lang: str, m: int) -> list[str]:
-    buf = rng.sentences.get(lang, [])
-    pos = rng.spos.get(lang, 0)
-    if pos + m > len(buf):
-        buf = buf[pos:]
-        pos = 0
-        while len(buf) < m:
-            buf += _en_sentences(rng, 240) if lang == "en" else _lang_sentences(rng, lang, 160)
-        rng.sentences[lang] = buf
-    rng.spos[lang] = pos + m
-    return buf[pos:pos + m]
-
-
-def _para(rng: _Rng, nwords: int) -> str:
-    """English-looking text of about ``nwords`` words: whole sentences, commas, capitals."""
-    if nwords < 9:
-        return _title(rng, 1) + " " + _phrase(rng, max(nwords - 1, 2)) + "."
-    return " ".join(_take(rng, "en", (nwords + 8) // 16))
-
-
-def _lang_para(rng: _Rng, lang: str, nwords: int) -> str:
-    if lang == "en":
-        return _para(rng, nwords)
-    sep = _LANG_FORMAT[lang][0]
-    return sep.join(_take(rng, lang, 1 + nwords // 10))
+def _para(rng: random.Random, nwords: int) -> str:
+    return _lang_para(rng, "en", nwords)
 
 
 def _wslice(rng: _Rng, k: int) -> tuple[str, ...]:
     p = rng.wpos
     if p + k > len(rng.wbuf):
-        rng.wbuf = _words(rng, 256)
+        rng.wbuf = itemgetter(*_u16(rng, 256))(_EN_PLAIN)
         p = 0
     rng.wpos = p + k
     return rng.wbuf[p:p + k]
 
 
 def _phrase(rng: _Rng, k: int) -> str:
+    """``k`` plain lowercase-ish words (no punctuation)."""
     return " ".join(_wslice(rng, k))
 
 
@@ -629,77 +621,85 @@ def _markdown(rng: random.Random, nwords: int, lang: str = "en", emoji: float = 
 
 
 def _py_expr(rng: random.Random, names: list[str]) -> str:
-    n = _ch(rng, names)
-    r = rng.random()
-    if r < 0.14:
-        return str(_ri(rng, 0, 100))
-    if r < 0.24:
-        return f'"{_ch(rng, _IDENT_WORDS)}"'
-    if r < 0.32:
+    x = rng.getrandbits(64)
+    n = names[(x >> 10) % len(names)]
+    r = x & 1023
+    k = (x >> 20) & 127
+    w = _IDENT_WORDS[(x >> 27) % len(_IDENT_WORDS)]
+    if r < 143:
+        return str(k)
+    if r < 246:
+        return f'"{w}"'
+    if r < 328:
         return f"len({n})"
-    if r < 0.40:
-        return f"{n} * {_ri(rng, 2, 10)}"
-    if r < 0.48:
-        return f"{n}[{_ri(rng, 0, 5)}]"
-    if r < 0.58:
-        x = _ch(rng, "xyvkei")
-        return f"[{x} for {x} in {n} if {x} > {_ri(rng, 0, 50)}]"
-    if r < 0.66:
-        return f'{n}.get("{_ch(rng, _IDENT_WORDS)}", {_ri(rng, 0, 9)})'
-    if r < 0.78:
-        return f"{_ident(rng, 2)}({n}, {_ri(rng, 1, 9)})"
-    if r < 0.86:
+    if r < 410:
+        return f"{n} * {2 + k % 9}"
+    if r < 492:
+        return f"{n}[{k % 6}]"
+    if r < 594:
+        v = "xyvkei"[(x >> 40) % 6]
+        return f"[{v} for {v} in {n} if {v} > {k % 51}]"
+    if r < 676:
+        return f'{n}.get("{w}", {k % 10})'
+    if r < 799:
+        return f"{w}_{_IDENT_WORDS[(x >> 40) % len(_IDENT_WORDS)]}({n}, {1 + k % 9})"
+    if r < 881:
         return f"sum({n}) / max(len({n}), 1)"
-    if r < 0.93:
+    if r < 952:
         return f'f"{_phrase(rng, 2)} {{{n}}}"'
-    return f'{{"{_ch(rng, _IDENT_WORDS)}": {n}, "{_ch(rng, _IDENT_WORDS)}": {_ri(rng, 0, 99)}}}'
+    return f'{{"{w}": {n}, "{_IDENT_WORDS[(x >> 40) % len(_IDENT_WORDS)]}": {k % 100}}}'
+
+
+_EXCEPTIONS = ("ValueError", "KeyError", "TypeError", "OSError", "ZeroDivisionError", "RuntimeError")
 
 
 def _py_block(rng: random.Random, ind: int, depth: int, names: list[str], n: int) -> list[str]:
     pad = "    " * ind
     lines: list[str] = []
     for _ in range(n):
-        r = rng.random()
-        if depth < 3 and r < 0.3:
-            kind = _rb(rng, 6)
-            target = _ch(rng, names)
+        x = rng.getrandbits(64)
+        r = x & 1023
+        target = names[(x >> 10) % len(names)]
+        w = _IDENT_WORDS[(x >> 20) % len(_IDENT_WORDS)]
+        k = (x >> 32) & 1023
+        sub = 1 + (x >> 42) % 3
+        if depth < 3 and r < 307:
+            kind = (x >> 48) % 6
             if kind <= 1:
-                x = _ch(rng, _IDENT_WORDS)
-                lines.append(f"{pad}for {x} in {target}:")
-                lines += _py_block(rng, ind + 1, depth + 1, names + [x], 1 + _rb(rng, 4))
+                lines.append(f"{pad}for {w} in {target}:")
+                lines += _py_block(rng, ind + 1, depth + 1, names + [w], sub + (x >> 56) % 2)
             elif kind == 2:
-                lines.append(f"{pad}if {target} > {_ri(rng, 0, 100)}:")
-                lines += _py_block(rng, ind + 1, depth + 1, names, 1 + _rb(rng, 3))
-                if rng.random() < 0.4:
+                lines.append(f"{pad}if {target} > {k % 101}:")
+                lines += _py_block(rng, ind + 1, depth + 1, names, sub)
+                if (x >> 56) & 3 == 0:
                     lines.append(f"{pad}elif {target} == {_py_expr(rng, names)}:")
-                    lines += _py_block(rng, ind + 1, depth + 1, names, 1 + _rb(rng, 2))
-                if rng.random() < 0.5:
+                    lines += _py_block(rng, ind + 1, depth + 1, names, 1)
+                if (x >> 58) & 1:
                     lines.append(f"{pad}else:")
-                    lines += _py_block(rng, ind + 1, depth + 1, names, 1 + _rb(rng, 2))
+                    lines += _py_block(rng, ind + 1, depth + 1, names, 1 + (x >> 59) % 2)
             elif kind == 3:
-                lines.append(f"{pad}while {target} < {_ri(rng, 1, 1000)}:")
-                lines += _py_block(rng, ind + 1, depth + 1, names, 1 + _rb(rng, 3))
+                lines.append(f"{pad}while {target} < {k}:")
+                lines += _py_block(rng, ind + 1, depth + 1, names, sub)
             elif kind == 4:
                 lines.append(f"{pad}try:")
-                lines += _py_block(rng, ind + 1, depth + 1, names, 1 + _rb(rng, 3))
-                exc = _ch(rng, ("ValueError", "KeyError", "TypeError", "OSError", "ZeroDivisionError"))
-                lines.append(f"{pad}except {exc} as exc:")
+                lines += _py_block(rng, ind + 1, depth + 1, names, sub)
+                lines.append(f"{pad}except {_EXCEPTIONS[(x >> 56) % 6]} as exc:")
                 lines.append(f'{pad}    logger.warning("{_phrase(rng, 3)}: %s", exc)')
             else:
                 lines.append(f'{pad}with open({target}, "r", encoding="utf-8") as handle:')
-                lines += _py_block(rng, ind + 1, depth + 1, names + ["handle"], 1 + _rb(rng, 3))
-        elif r < 0.55:
-            v = _ch(rng, _IDENT_WORDS) if rng.random() < 0.6 else _ident(rng, 2)
+                lines += _py_block(rng, ind + 1, depth + 1, names + ["handle"], sub)
+        elif r < 563:
+            v = w if (x >> 48) & 3 else f"{w}_{_IDENT_WORDS[(x >> 50) % len(_IDENT_WORDS)]}"
             lines.append(f"{pad}{v} = {_py_expr(rng, names)}")
             names = names + [v]
-        elif r < 0.63:
-            lines.append(f"{pad}{_ch(rng, names)} += {_py_expr(rng, names)}")
-        elif r < 0.73:
-            lines.append(f"{pad}{_ch(rng, names)}.append({_py_expr(rng, names)})")
-        elif r < 0.84:
-            lines.append(f"{pad}# {_phrase(rng, 4 + _rb(rng, 8))}")
+        elif r < 645:
+            lines.append(f"{pad}{target} += {_py_expr(rng, names)}")
+        elif r < 748:
+            lines.append(f"{pad}{target}.append({_py_expr(rng, names)})")
+        elif r < 860:
+            lines.append(f"{pad}# {_phrase(rng, 4 + k % 8)}")
         else:
-            lines.append(f'{pad}print(f"{_phrase(rng, 2)}: {{{_ch(rng, names)}}}")')
+            lines.append(f'{pad}print(f"{_phrase(rng, 2)}: {{{target}}}")')
     return lines
 
 
@@ -818,7 +818,7 @@ def _clike_block(rng, syn, depth, names, n) -> list[str]:
 
 def _clike(rng: random.Random, lang: str, nlines: int) -> str:
     syn = _CLIKE[lang]
-    lines = [syn["pre"].format().rstrip("\n")] if syn["pre"] else []
+    lines = [syn["pre"].format().rstrip("\n"), ""] if syn["pre"] else []
     while len(lines) < nlines:
         a = _ch(rng, _IDENT_WORDS)
         c = _camel(rng, 2)
@@ -828,12 +828,13 @@ def _clike(rng: random.Random, lang: str, nlines: int) -> str:
         lines.append(syn["close"].format())
         lines.append("")
     if lang == "java":
-        lines = [f"public class {_camel(rng, 2)} {{"] + ["    " + ln if ln else "" for ln in lines] + ["}"]
+        head, body = lines[:1], lines[1:]
+        lines = head + ["", f"public class {_camel(rng, 2)} {{"] + ["    " + ln if ln else "" for ln in body] + ["}"]
     return "\n".join(lines).rstrip("\n")
 
 
 def _sql(rng: random.Random) -> str:
-    t1, t2 = _plural(_ch(rng, _IDENT_WORDS)), _plural(_ch(rng, _IDENT_WORDS))
+    t1, t2 = _nouns(_ch(rng, _IDENT_WORDS)), _nouns(_ch(rng, _IDENT_WORDS))
     c1, c2, c3 = _ch(rng, _IDENT_WORDS), _ch(rng, _IDENT_WORDS), _ch(rng, _IDENT_WORDS)
     return (f"SELECT a.{c1}, COUNT(*) AS {c1}_count, AVG(b.{c2}) AS avg_{c2}\n"
             f"FROM {t1} AS a\nJOIN {t2} AS b ON b.{c1}_id = a.id\n"
@@ -857,24 +858,27 @@ def _code(rng: random.Random, nlines: int) -> tuple[str, str]:
 
 
 def _poly(rng: random.Random, v: str) -> str:
-    deg = 1 + _rb(rng, 4)
-    terms = []
+    x = rng.getrandbits(48)
+    deg = 1 + (x & 3)
+    x >>= 2
+    out = ""
     for p in range(deg, -1, -1):
-        c = _ri(rng, 1, 15)
-        if p == deg or rng.random() < 0.7:
-            sign = "-" if rng.random() < 0.35 else "+"
-            body = f"{c}{v}^{{{p}}}" if p > 1 else f"{c}{v}" if p == 1 else str(c)
-            terms.append((sign, body))
-    out = terms[0][1] if terms[0][0] == "+" else "-" + terms[0][1]
-    for sign, body in terms[1:]:
-        out += f" {sign} {body}"
+        c = 1 + (x & 15) % 15
+        keep, neg = (x >> 4) & 3, (x >> 6) & 3 == 0
+        x >>= 8
+        if p != deg and not keep:
+            continue
+        coef = "" if c == 1 else str(c)
+        body = f"{coef}{v}^{{{p}}}" if p > 1 else f"{coef}{v}" if p == 1 else str(c)
+        out = (("-" if neg else "") + body) if not out else f"{out} {'-' if neg else '+'} {body}"
     return out
 
 
 def _tex(rng: random.Random) -> str:
-    v = _ch(rng, "xyztnkab")
-    a, b, c = _ri(rng, 1, 12), _ri(rng, 1, 20), _ri(rng, 1, 50)
-    r = _rb(rng, 13)
+    x = rng.getrandbits(32)
+    v = "xyztnkab"[x & 7]
+    a, b, c = 1 + ((x >> 3) & 15) % 12, 1 + ((x >> 7) & 31) % 20, 1 + ((x >> 12) & 63) % 50
+    r = ((x >> 18) & 255) % 13
     if r <= 1:
         return _poly(rng, v)
     if r == 2:
@@ -896,23 +900,27 @@ def _tex(rng: random.Random) -> str:
     if r == 10:
         return f"\\lim_{{{v} \\to \\infty}} \\frac{{{a}{v}^2}}{{{b}{v}^2 + {c}}}"
     if r == 11:
-        return f"P(X = {a}) = \\binom{{{c}}}{{{a}}} p^{{{a}}} (1-p)^{{{c - a}}}"
+        return f"P(X = {a}) = \\binom{{{a + c}}}{{{a}}} p^{{{a}}} (1-p)^{{{c}}}"
     return f"{a}{v} + {b} \\leq {c}"
 
 
 def _math_text(rng: random.Random, nwords: int) -> str:
-    """Prose with inline LaTeX."""
-    parts = []
-    used = 0
-    while used < nwords:
-        k = 8 + _rb(rng, 25)
-        parts.append(_para(rng, k))
-        if rng.random() < 0.4:
-            parts.append("\\( " + _tex(rng) + " \\)")
-        else:
-            parts.append("$" + _tex(rng) + "$")
-        used += k + 4
-    return " ".join(parts)
+    """Prose with inline LaTeX (``$...$`` or ``\\( ... \\)``) about every 20 words."""
+    text = _para(rng, nwords)
+    m = 1 + nwords // 20
+    step = len(text) // (m + 1)
+    out = []
+    last = 0
+    for j in range(1, m + 1):
+        p = text.find(" ", j * step + _rb(rng, step // 2 + 1))
+        if p <= last:
+            continue
+        tex = _tex(rng)
+        out.append(text[last:p])
+        out.append(f" \\( {tex} \\)" if rng.random() < 0.4 else f" ${tex}$")
+        last = p
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _math_solution(rng: random.Random, nwords: int, style: str) -> str:
@@ -932,7 +940,7 @@ def _math_solution(rng: random.Random, nwords: int, style: str) -> str:
             blocks.append(f"$$ {eq} = {rhs} $$")
         if rng.random() < 0.3:
             blocks.append("\n".join(f"{j + 1}. {_math_text(rng, 10 + _rb(rng, 15))}" for j in range(2 + _rb(rng, 3))))
-        used += 50
+        used += 80
     answer = _ri(rng, -20, 2000) if rng.random() < 0.7 else f"\\frac{{{_ri(rng, 1, 30)}}}{{{_ri(rng, 2, 40)}}}"
     if style == "persona":
         blocks.append(f"Final Answer: The final answer is ${answer}$. I hope it is correct.")
@@ -947,20 +955,21 @@ def _math_solution(rng: random.Random, nwords: int, style: str) -> str:
 # Sources: (name, weight, id style, p_system, p_multi, generator). Weights follow Tulu 3's mixture counts.
 
 
-def _persona(rng: random.Random) -> str:
+def _persona(rng: random.Random, start: bool = True) -> str:
+    """``"A chef who ..."`` (``start``) or ``"a chef who ..."``."""
     occ = _ch(rng, _OCCUPATION_LIST)
-    article = "An" if occ[0] in "aeiou" else "A"
-    return f"{article} {occ} who {_phrase(rng, 5 + _rb(rng, 8))}"
+    article = "an" if occ[0] in "aeiou" else "a"
+    return f"{article.capitalize() if start else article} {occ} who {_phrase(rng, 5 + _rb(rng, 8))}"
 
 
 def _gen_persona_math(rng, lang, turn):
-    user = (f"{_persona(rng)}. {_math_text(rng, _scaled(rng, 80))}\n\n"
+    user = "" if turn else (f"{_persona(rng)}. {_math_text(rng, _scaled(rng, 80))}\n\n"
             f"1. {_math_text(rng, _scaled(rng, 40))}?\n\n2. {_math_text(rng, _scaled(rng, 40))}?")
-    return user, _math_solution(rng, _scaled(rng, 230), "persona")
+    return user, _math_solution(rng, _scaled(rng, 120), "persona")
 
 
 def _gen_gsm(rng, lang, turn):
-    user = f"{_persona(rng)}. " + _para(rng, _scaled(rng, 60)) + f" How many {_plural(_ch(rng, _IDENT_WORDS))} {_phrase(rng, 4)}?"
+    user = f"{_persona(rng)}. " + _para(rng, _scaled(rng, 60)) + f" How many {_nouns(_ch(rng, _IDENT_WORDS))} {_phrase(rng, 4)}?"
     steps = []
     total = 0
     for j in range(2 + _rb(rng, 4)):
@@ -972,7 +981,7 @@ def _gen_gsm(rng, lang, turn):
 
 
 def _gen_openmath(rng, lang, turn):
-    user = _para(rng, _scaled(rng, 55)) + f" How many {_plural(_ch(rng, _IDENT_WORDS))} does {_ch(rng, _PEOPLE)} have?"
+    user = _para(rng, _scaled(rng, 55)) + f" How many {_nouns(_ch(rng, _IDENT_WORDS))} does {_ch(rng, _PEOPLE)} have?"
     a, b, c = _ri(rng, 2, 90), _ri(rng, 2, 30), _ri(rng, 1, 40)
     ans = (f"{_para(rng, 20 + _rb(rng, 40))} So {a} * {b} = {a * b}.\n{_para(rng, 15 + _rb(rng, 30))} "
            f"{a * b} + {c} = {a * b + c}.\nThus, the answer is \\boxed{{{a * b + c}}}.")
@@ -980,21 +989,21 @@ def _gen_openmath(rng, lang, turn):
 
 
 def _gen_numina(rng, lang, turn):
-    user = _math_text(rng, _scaled(rng, 60))
+    user = "" if turn else _math_text(rng, _scaled(rng, 60))
     v = _ch(rng, "xyz")
     code = (f"import sympy as sp\n\n# {_phrase(rng, 5)}\n{v} = sp.symbols('{v}')\n"
             f"expr = {_ri(rng, 1, 9)}*{v}**2 + {_ri(rng, 1, 9)}*{v} - {_ri(rng, 1, 50)}\n"
             f"solutions = sp.solve(expr, {v})\nprint(solutions)")
     out = f"[{_ri(rng, -9, 9)}/{_ri(rng, 1, 9)}, {_ri(rng, -9, 9)}]"
-    ans = (f"{_math_text(rng, _scaled(rng, 50))}\n\n" + "\n".join(f"{j + 1}. {_math_text(rng, 12 + _rb(rng, 20))}" for j in range(2 + _rb(rng, 3)))
+    ans = (f"{_math_text(rng, _scaled(rng, 35))}\n\n" + "\n".join(f"{j + 1}. {_math_text(rng, 12 + _rb(rng, 20))}" for j in range(2 + _rb(rng, 3)))
            + f"\n\nLet's implement this in Python using sympy:\n\n```python\n{code}\n```\n```output\n{out}\n```\n"
-           + _math_solution(rng, _scaled(rng, 70), "boxed"))
+           + _math_solution(rng, _scaled(rng, 50), "boxed"))
     return user, ans
 
 
 def _gen_algebra(rng, lang, turn):
-    user = f"{_persona(rng)}. " + _math_text(rng, _scaled(rng, 55))
-    return user, _math_solution(rng, _scaled(rng, 150), "persona")
+    user = "" if turn else f"{_persona(rng)}. " + _math_text(rng, _scaled(rng, 55))
+    return user, _math_solution(rng, _scaled(rng, 130), "persona")
 
 
 def _code_answer(rng, nlines, nwords):
@@ -1012,40 +1021,44 @@ def _code_answer(rng, nlines, nwords):
 
 
 def _gen_persona_code(rng, lang, turn):
-    user = (f"Write a Python function to {_phrase(rng, 8)}. {_para(rng, _scaled(rng, 90))}\n\n"
+    user = "" if turn else (f"Write a Python function to {_phrase(rng, 8)}. {_para(rng, _scaled(rng, 90))}\n\n"
             f"Input: {_para(rng, 12)}\n\nOutput: {_para(rng, 10)}\n\nExample:\n```python\n{_ident(rng, 2)} = {[_ri(rng, 0, 99) for _ in range(4)]}\n```")
-    return user, _code_answer(rng, _scaled(rng, 18), _scaled(rng, 120))
+    return user, _code_answer(rng, _scaled(rng, 13), _scaled(rng, 80))
 
 
 def _gen_evol(rng, lang, turn):
-    if rng.random() < 0.3:
+    if turn:
+        user = ""
+    elif rng.random() < 0.3:
         _, snippet = _code(rng, 6 + _rb(rng, 15))
         user = f"{_para(rng, _scaled(rng, 40))}\n\n```\n{snippet}\n```\n\n{_para(rng, 15)}"
     else:
         user = f"Develop a {_ch(rng, ('Python', 'JavaScript', 'Java', 'C++', 'Rust', 'Go', 'SQL'))} {_ch(rng, ('function', 'class', 'script', 'program', 'query'))} that {_para(rng, _scaled(rng, 70))}"
-    return user, _code_answer(rng, _scaled(rng, 17), _scaled(rng, 110))
+    return user, _code_answer(rng, _scaled(rng, 12), _scaled(rng, 60))
 
 
 def _gen_aya(rng, lang, turn):
     if lang == "en":
         lang = "es"
-    user = _lang_para(rng, lang, _scaled(rng, 55))
+    user = "" if turn else _lang_para(rng, lang, _scaled(rng, 55))
     if rng.random() < 0.6:
-        return user, _lang_para(rng, lang, _scaled(rng, 90))
-    return user, _markdown(rng, _scaled(rng, 220), lang, emoji=0.02)
+        return user, _lang_para(rng, lang, _scaled(rng, 60))
+    return user, _markdown(rng, _scaled(rng, 130), lang, emoji=0.02)
 
 
 def _gen_wildchat(rng, lang, turn):
     r = rng.random()
     if lang == "en" and r < 0.25:
         return _gen_evol(rng, lang, turn)
-    if r < 0.4:
+    if turn:
+        user = ""
+    elif r < 0.4:
         user = _lang_para(rng, lang, _scaled(rng, 30))
     elif r < 0.85:
         user = _lang_para(rng, lang, _scaled(rng, 90))
     else:
         user = _lang_para(rng, lang, _scaled(rng, 300)) + "\n\n" + _lang_para(rng, lang, _scaled(rng, 250))
-    return user, _markdown(rng, _scaled(rng, 200), lang, emoji=0.03)
+    return user, _markdown(rng, _scaled(rng, 90), lang, emoji=0.03)
 
 
 def _gen_flan(rng, lang, turn):
@@ -1071,13 +1084,13 @@ def _gen_flan(rng, lang, turn):
 
 
 def _gen_refusal(rng, lang, turn):
-    user = _para(rng, _scaled(rng, 30))
+    user = "" if turn else _para(rng, _scaled(rng, 30))
+    if not turn and rng.random() < 0.5:
+        user = f"Imagine you are {_persona(rng, start=False)}. " + _para(rng, _scaled(rng, 160)) + f' Begin by replying with: "Sure, here is {_phrase(rng, 5)}"'
     if rng.random() < 0.5:
-        user = f"Imagine you are {_persona(rng)[2:].lower()}. " + _para(rng, _scaled(rng, 160)) + f' Begin by replying with: "Sure, here is {_phrase(rng, 5)}"'
-    if rng.random() < 0.5:
-        ans = f"I'm sorry, but I can't assist with that request. {_para(rng, _scaled(rng, 70))}"
+        ans = f"I'm sorry, but I can't assist with that request. {_para(rng, _scaled(rng, 45))}"
     else:
-        ans = f"Sure, here is {_phrase(rng, 5)}:\n\n" + _markdown(rng, _scaled(rng, 220))
+        ans = f"Sure, here is {_phrase(rng, 5)}:\n\n" + _markdown(rng, _scaled(rng, 140))
     return user, ans
 
 
@@ -1125,10 +1138,10 @@ def _gen_table(rng, lang, turn):
 
 def _gen_general(rng, lang, turn):
     """no_robots / oasst1 style: open-ended requests answered in prose or markdown."""
-    user = _lang_para(rng, lang, _scaled(rng, 45))
+    user = "" if turn else _lang_para(rng, lang, _scaled(rng, 45))
     if rng.random() < 0.45:
-        return user, _lang_para(rng, lang, _scaled(rng, 170))
-    return user, _markdown(rng, _scaled(rng, 300), lang, emoji=0.01)
+        return user, _lang_para(rng, lang, _scaled(rng, 100))
+    return user, _markdown(rng, _scaled(rng, 170), lang, emoji=0.01)
 
 
 def _gen_hard_coded(rng, lang, turn):
@@ -1146,21 +1159,21 @@ _LANG_MIX = {
 
 # name, weight (thousands of Tulu rows), id style, p_system, p_multi, generator, language mix
 SOURCES = (
-    ("ai2-adapt-dev/personahub_math_v5_regen_149960", 150, "personahub", 0.08, 0.05, _gen_persona_math, None),
-    ("ai2-adapt-dev/evol_codealpaca_heval_decontaminated", 107, "num", 0.12, 0.18, _gen_evol, None),
-    ("ai2-adapt-dev/tulu_v3.9_aya_100k", 100, "num", 0.10, 0.12, _gen_aya, "aya"),
-    ("ai2-adapt-dev/tulu_v3.9_wildchat_100k", 100, "num", 0.22, 0.55, _gen_wildchat, "wildchat"),
-    ("ai2-adapt-dev/flan_v2_converted", 90, "num", 0.25, 0.04, _gen_flan, None),
-    ("ai2-adapt-dev/numinamath_tir_math_decontaminated", 64, "num", 0.10, 0.06, _gen_numina, None),
-    ("ai2-adapt-dev/tulu_v3.9_wildjailbreak_decontaminated_50k", 50, "num", 0.18, 0.10, _gen_refusal, None),
-    ("ai2-adapt-dev/tulu_v3.9_synthetic_finalresp_wildguardmixtrain_decontaminated_50k", 50, "num", 0.18, 0.10,
+    ("ai2-adapt-dev/personahub_math_v5_regen_149960", 150, "personahub", 0.09, 0.10, _gen_persona_math, None),
+    ("ai2-adapt-dev/evol_codealpaca_heval_decontaminated", 107, "num", 0.14, 0.28, _gen_evol, None),
+    ("ai2-adapt-dev/tulu_v3.9_aya_100k", 100, "num", 0.12, 0.20, _gen_aya, "aya"),
+    ("ai2-adapt-dev/tulu_v3.9_wildchat_100k", 100, "num", 0.24, 0.65, _gen_wildchat, "wildchat"),
+    ("ai2-adapt-dev/flan_v2_converted", 90, "num", 0.27, 0.10, _gen_flan, None),
+    ("ai2-adapt-dev/numinamath_tir_math_decontaminated", 64, "num", 0.11, 0.12, _gen_numina, None),
+    ("ai2-adapt-dev/tulu_v3.9_wildjailbreak_decontaminated_50k", 50, "num", 0.20, 0.20, _gen_refusal, None),
+    ("ai2-adapt-dev/tulu_v3.9_synthetic_finalresp_wildguardmixtrain_decontaminated_50k", 50, "num", 0.20, 0.20,
      _gen_refusal, None),
-    ("allenai/tulu-3-sft-personas-math-grade", 50, "personas_math_easy", 0.06, 0.04, _gen_gsm, None),
-    ("ai2-adapt-dev/tulu_v3.9_open_math_2_gsm8k_50k", 50, "num", 0.06, 0.04, _gen_openmath, None),
-    ("ai2-adapt-dev/personahub_code_v2_34999", 25, "personahub", 0.10, 0.10, _gen_persona_code, None),
-    ("allenai/tulu-3-sft-personas-code", 10, "personas_code", 0.10, 0.10, _gen_persona_code, None),
-    ("ai2-adapt-dev/personahub_ifdata_manual_seed_v3_29980", 30, "personahub", 0.12, 0.08, _gen_if, None),
-    ("ai2-adapt-dev/tulu_v3.9_personahub_math_interm_algebra_20k", 20, "personahub", 0.08, 0.05, _gen_algebra, None),
+    ("allenai/tulu-3-sft-personas-math-grade", 50, "personas_math_easy", 0.08, 0.10, _gen_gsm, None),
+    ("ai2-adapt-dev/tulu_v3.9_open_math_2_gsm8k_50k", 50, "num", 0.08, 0.10, _gen_openmath, None),
+    ("ai2-adapt-dev/personahub_code_v2_34999", 25, "personahub", 0.12, 0.20, _gen_persona_code, None),
+    ("allenai/tulu-3-sft-personas-code", 10, "personas_code", 0.12, 0.20, _gen_persona_code, None),
+    ("ai2-adapt-dev/personahub_ifdata_manual_seed_v3_29980", 30, "personahub", 0.14, 0.15, _gen_if, None),
+    ("ai2-adapt-dev/tulu_v3.9_personahub_math_interm_algebra_20k", 20, "personahub", 0.10, 0.10, _gen_algebra, None),
     ("ai2-adapt-dev/coconot_converted", 11, "num", 0.20, 0.15, _gen_coconot, None),
     ("ai2-adapt-dev/tulu_v3.9_sciriff_10k", 10, "num", 0.30, 0.05, _gen_sciriff, None),
     ("ai2-adapt-dev/no_robots_converted", 9.5, "num", 0.35, 0.30, _gen_general, None),
@@ -1194,7 +1207,7 @@ def _system(rng: random.Random, lang: str) -> str:
     if r < 0.45:
         return _ch(rng, _SYSTEM_FIXED)
     if r < 0.8:
-        return f"You are {_persona(rng)[2:].lower()}. " + _lang_para(rng, lang, _scaled(rng, 35))
+        return f"You are {_persona(rng, start=False)}. " + _lang_para(rng, lang, _scaled(rng, 35))
     rules = "\n".join(f"- {_para(rng, 6 + _rb(rng, 14))}" for _ in range(2 + _rb(rng, 6)))
     return f"You are {_ch(rng, _PEOPLE)}, {_phrase(rng, 6)}.\n\n# Rules\n{rules}\n\n{_para(rng, _scaled(rng, 40))}"
 
@@ -1209,7 +1222,7 @@ def _follow_up(rng: random.Random, lang: str) -> str:
                            "Please continue.", "That doesn't work. Can you fix it?", "Translate that into Spanish."))
     if r < 0.4:
         return f"This gives an error:\n\n```\nTraceback (most recent call last):\n  File \"main.py\", line {_ri(rng, 3, 300)}, in <module>\n    {_ident(rng, 2)}()\n{_ch(rng, ('TypeError', 'ValueError', 'KeyError', 'IndexError'))}: {_phrase(rng, 6)}\n```\n\n{_para(rng, 10)}"
-    return _para(rng, _scaled(rng, 28))
+    return _para(rng, _scaled(rng, 40))
 
 
 def _oddity(rng: random.Random, messages: list[dict]) -> None:
@@ -1237,7 +1250,7 @@ def _oddity(rng: random.Random, messages: list[dict]) -> None:
 
 def _make_long(rng: random.Random, messages: list[dict]) -> None:
     """Stretch a conversation past 40,000 characters (mostly a long assistant answer)."""
-    target = 45_000 + _rb(rng, 80_000)
+    target = 41_000 + _rb(rng, 45_000)
     if rng.random() < 0.75:
         m = messages[-1]
         parts = [m["content"]]
@@ -1275,14 +1288,12 @@ def _conversation(seed: int, i: int) -> dict:
         messages.append({"role": "system", "content": _system(rng, lang)})
     pairs = 2 + _rb(rng, 5) if rng.random() < p_multi else 1
     for turn in range(pairs):
-        if turn == 0:
-            user, answer = gen(rng, lang, turn)
-        else:
+        user, answer = gen(rng, lang, turn)  # generators skip building a first-turn prompt when turn > 0
+        if turn:
             user = _follow_up(rng, lang)
-            _, answer = gen(rng, lang, turn)
         messages.append({"role": "user", "content": user})
         messages.append({"role": "assistant", "content": answer})
-    if rng.random() < 0.005:
+    if rng.random() < 0.0055:
         _make_long(rng, messages)
     if rng.random() < 0.003:
         _oddity(rng, messages)
@@ -1342,8 +1353,10 @@ PARQUET_OPTIONS = dict(
     version="2.6",
     compression="zstd",
     compression_level=3,
-    use_dictionary=True,
-    write_statistics=True,
+    # Dictionary encoding and min/max statistics only where they pay: low-cardinality columns and ids (the
+    # statistics of a free-text column would copy whole messages into the footer).
+    use_dictionary=["source", "messages.list.element.role"],
+    write_statistics=["id", "source", "messages.list.element.role"],
     data_page_version="1.0",
     data_page_size=1 << 20,
     write_batch_size=1024,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import sys
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
@@ -60,6 +60,9 @@ class DeclaredFloat(float):
         self.text = text
         return self
 
+    def __getnewargs__(self):
+        return float(self), self.text
+
 
 class _Loader(yaml.SafeLoader):
     pass
@@ -85,7 +88,10 @@ def load_declared(yaml_path: str | Path) -> dict:
     try:
         data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
     except yaml.YAMLError as e:
-        raise UsageError(f"{path}: malformed YAML ({' '.join(str(e).split())})") from None
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or " ".join(str(e).split())
+        raise UsageError(f"{path}: malformed YAML: {problem}{where}") from None
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"{path}: cannot read it ({e})") from None
     if not isinstance(data, dict):
@@ -387,8 +393,9 @@ def mark(ok: bool | None) -> str:
 def format_report(declared: dict, checks: list[Check], target: str) -> str:
     """The table: field, declared, measured, ✓/✗ (with OK/FAIL words, so it reads without colour), then the
     verdict."""
-    rows = [("field", "declared", "measured", "", "")]
-    rows += [(c.field, _show(c.declared), _show(c.measured), mark(c.ok), c.note) for c in checks]
+    rows = [("field", "declared", "measured", "check", "")]
+    rows += [(c.field, _show(c.declared), _show(c.measured), mark(c.ok), "see below" if c.field == "pinned" else c.note)
+             for c in checks]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"sftpack verify: {declared['path']} ({declared['kind']}) against {target}", ""]
     for r in rows:
@@ -406,13 +413,14 @@ def report_json(declared: dict, checks: list[Check], target: str) -> dict:
     code, status, line = verdict(checks)
 
     def plain(v):
-        return v.text if isinstance(v, DeclaredFloat) else v
+        return float(v) if isinstance(v, DeclaredFloat) else v
 
     return {
         "declared": declared["path"],
         "kind": declared["kind"],
         "target": target,
-        "checks": [{**asdict(c), "declared": plain(c.declared), "measured": plain(c.measured)} for c in checks],
+        "checks": [{"field": c.field, "declared": plain(c.declared), "measured": plain(c.measured), "ok": c.ok,
+                    "note": c.note} for c in checks],
         "status": status,
         "verdict": line,
         "exit": code,

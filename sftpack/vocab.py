@@ -74,12 +74,42 @@ class Vocab:
     def encode(self, text: str) -> np.ndarray:
         return self.encode_masked(text, ())[0]
 
+    def encode_masked_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> "Batch":
+        """:meth:`encode_masked` over many texts, concatenated; a text that cannot be encoded gets length 0
+        and its error in ``Batch.errors``."""
+        lengths = np.zeros(len(texts), dtype=np.int64)
+        tokens, masks, errors = [], [], {}
+        for i, (text, text_spans) in enumerate(zip(texts, spans)):
+            try:
+                ids, mask = self.encode_masked(text, text_spans)
+            except EncodeError as e:
+                errors[i] = str(e)
+                continue
+            lengths[i] = len(ids)
+            tokens.append(ids)
+            masks.append(mask)
+        return Batch(lengths, _concat(tokens, np.int32), _concat(masks, np.uint8), errors)
+
     def decode(self, ids) -> str:
         raise NotImplementedError
 
     def token_texts(self, ids) -> list[str]:
         """Each token decoded alone (for ``inspect``); partial UTF-8 shows as U+FFFD."""
         return [self.decode([int(i)]) for i in ids]
+
+
+@dataclass
+class Batch:
+    """Encoded texts, concatenated: text ``i`` is ``tokens[sum(lengths[:i]) : sum(lengths[:i+1])]``."""
+
+    lengths: np.ndarray
+    tokens: np.ndarray
+    masks: np.ndarray
+    errors: dict  # index -> message, for texts that could not be encoded (length 0)
+
+
+def _concat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
 def _mask_from_byte_ends(ends: np.ndarray, lens: np.ndarray, byte_spans: Spans) -> np.ndarray:
@@ -137,6 +167,58 @@ class TiktokenVocab(Vocab):
         for piece in long_input_pieces(text, *self.long_input):
             ids.extend(self.enc.encode(piece, allowed_special=self._allowed))
         return ids
+
+    def encode_masked_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> Batch:
+        """One tiktoken call for the whole batch. Every rendered conversation starts with a special token
+        (``<|im_start|>``, ``<bos>``, ``<|im_user|>``...), which tiktoken and HF split on before anything
+        else, so the tokens of the concatenated texts are exactly the concatenated tokens of each text. When
+        that does not hold (or for NFC-changing text, long Kimi inputs, invalid Unicode), fall back to one
+        text at a time."""
+        joined = "".join(texts)
+        ascii_only = joined.isascii()
+        if (
+            not texts
+            or any(self._special_re.match(t) is None for t in texts[1:])
+            or (self.long_input is not None and any(len(t) > self.long_input[1] for t in texts))
+            or (self.nfc and not ascii_only and not unicodedata.is_normalized("NFC", joined))
+        ):
+            return super().encode_masked_batch(texts, spans)
+        try:
+            ids = self.enc.encode_to_numpy(joined, allowed_special=self._allowed).view(np.int32)
+        except UnicodeEncodeError:
+            return super().encode_masked_batch(texts, spans)
+        lens = self.byte_lengths[ids]
+        ends = np.cumsum(lens)
+        starts = ends - lens
+        # byte offset of each text, and of each span boundary
+        if ascii_only:
+            text_bytes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        else:
+            text_bytes = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64, count=len(texts))
+        text_start = np.concatenate(([0], np.cumsum(text_bytes)))
+        lo, hi = [], []
+        for i, text_spans in enumerate(spans):
+            base = int(text_start[i])
+            if ascii_only or text_bytes[i] == len(texts[i]):
+                for a, b in text_spans:
+                    lo.append(base + a)
+                    hi.append(base + b)
+            else:
+                for a, b in text_spans:
+                    lo.append(base + _char_to_byte(texts[i], a))
+                    hi.append(base + _char_to_byte(texts[i], b))
+        n = len(ids)
+        # tokens overlapping [lo, hi): end > lo and start < hi, marked with a difference array
+        first = np.searchsorted(ends, np.asarray(lo, dtype=np.int64), side="right")
+        stop = np.searchsorted(starts, np.asarray(hi, dtype=np.int64), side="left")
+        keep = stop > first
+        diff = np.bincount(first[keep], minlength=n + 1) - np.bincount(stop[keep], minlength=n + 1)
+        mask = (np.cumsum(diff[:n]) > 0).astype(np.uint8)
+        boundaries = np.searchsorted(starts, text_start, side="left")
+        boundaries[-1] = n
+        if not np.array_equal(np.append(starts, ends[-1] if n else 0)[boundaries], text_start):
+            return super().encode_masked_batch(texts, spans)  # a token crosses two texts: encode one by one
+        return Batch(np.diff(boundaries).astype(np.int64), ids, mask, {})
 
     def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
         if text.isascii():
@@ -254,7 +336,8 @@ class HFVocab(Vocab):
             offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
             start, end = offsets[:, 0], offsets[:, 1]
             for lo, hi in spans:
-                mask |= ((end > start) & (end > lo) & (start < hi)).astype(np.uint8)
+                if hi > lo:  # an empty span supervises nothing (as in TiktokenVocab)
+                    mask |= ((end > start) & (end > lo) & (start < hi)).astype(np.uint8)
         return ids, mask
 
     def decode(self, ids) -> str:

@@ -158,8 +158,8 @@ def _load_hub(profile: Profile, allow_unpinned: bool) -> Vocab:
     local = None
     wanted = list(dict.fromkeys([*profile.pins, "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"]))
     for name in wanted:
-        if name == "tokenization_kimi.py":
-            continue  # never downloaded to run; the pin is checked when a user supplies the file
+        # tokenization_kimi.py is downloaded only so that its pin is checked and recorded (a build with every pin
+        # matching is `pinned: true`); it is never imported or run.
         try:
             local = Path(hf_hub_download(profile.hub_repo, name, revision=revision))
         except EntryNotFoundError:

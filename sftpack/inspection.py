@@ -1,0 +1,271 @@
+"""``sftpack inspect``: what is inside a rows parquet, as a summary or one row decoded.
+
+A row view shows the row's text decoded run by run (not token by token), with the supervised spans
+highlighted (ANSI colour on a terminal, ``⟦…⟧`` markers otherwise), a boundary line at the start of each
+conversation piece naming its source id and, for a conversation cut across rows, the offset it continues
+from, and the EOS tokens the packer put between conversations (``⟨EOS …⟩``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from .errors import UsageError
+from .rows import NotSftpackRows, open_rows, read_all_provenance, read_provenance, read_row, row_tokens_of
+
+SUPERVISED_OPEN, SUPERVISED_CLOSE = "⟦", "⟧"
+ANSI = {"supervised": "\x1b[1;32m", "boundary": "\x1b[1;36m", "eos": "\x1b[7;35m", "dim": "\x1b[2m", "reset": "\x1b[0m"}
+
+
+def _record_beside(path: Path) -> dict:
+    name = path.name[: -len(".parquet")] if path.name.endswith(".parquet") else path.stem
+    record = path.with_name(f"{name}.build.yaml")
+    if not record.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(record.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, OSError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _build_name(pf) -> str | None:
+    value = (pf.schema_arrow.metadata or {}).get(b"sftpack.build")
+    return value.decode() if value else None
+
+
+def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str | None = None, required: bool = True):
+    """The tokenizer that decodes the rows: ``--tokenizer``/``--model``, else the model named in the build
+    record beside the parquet, else the profile whose build name the parquet records."""
+    from .profiles import list_profiles, load_profile
+    from .vocab_loading import load_vocab
+
+    parquet = Path(parquet)
+    pf = open_rows(parquet)
+    if model is None:
+        model = _record_beside(parquet).get("model")
+    if model is None:
+        name = _build_name(pf)
+        model = next((m for m in list_profiles() if load_profile(m).build_name == name), None)
+    if model is None:
+        if required:
+            raise UsageError(f"{parquet}: no build record beside it names the model: pass --model NAME (or --tokenizer)")
+        return None
+    return load_vocab(load_profile(model), tokenizer)
+
+
+def _runs(mask: np.ndarray) -> list[list[int]]:
+    """Half-open ``[start, end)`` runs where ``mask`` is 1."""
+    padded = np.concatenate(([0], mask.astype(np.int8), [0]))
+    edges = np.flatnonzero(np.diff(padded))
+    return [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2])]
+
+
+def row_view(path: str | Path, row: int, vocab=None) -> dict:
+    """Row ``row`` as a dict: tokens, loss_mask, supervised spans, conversation pieces (with where each starts,
+    its offset within the conversation and whether it goes on in the next row), document boundaries, EOS
+    positions and - given a vocab - the decoded text in segments."""
+    path = Path(path)
+    pf = open_rows(path)
+    nrows = pf.metadata.num_rows
+    width = row_tokens_of(pf)
+    tokens, mask = read_row(path, row)
+    prov = read_provenance(path, row)
+    nxt = read_provenance(path, row + 1) if row + 1 < nrows else None
+    pieces = []
+    for p in prov.pieces():
+        end = p["start"] + p["length"]
+        goes_on = bool(
+            end == width and nxt is not None and nxt.conversation_ids[:1] == [p["conversation"]]
+            and nxt.offsets[0] == p["offset"] + p["length"]
+        )
+        pieces.append({**p, "end": end, "continued": p["offset"] > 0, "continues_in_next_row": goes_on})
+    covered = np.zeros(width, bool)
+    for p in pieces:
+        covered[p["start"] : p["end"]] = True
+    eos = [int(i) for i in np.flatnonzero(~covered)]
+    view = {
+        "row": row,
+        "rows": nrows,
+        "build": _build_name(pf),
+        "row_tokens": width,
+        "supervised_tokens": int(mask.sum()),
+        "spans": _runs(mask),
+        "pieces": pieces,
+        "boundaries": prov.boundaries,
+        "eos_positions": eos,
+        "tokens": tokens.tolist(),
+        "loss_mask": mask.tolist(),
+    }
+    if vocab is not None:
+        view["eos_token"] = vocab.eos_token
+        view["segments"] = _segments(tokens, mask, pieces, eos, vocab)
+    return view
+
+
+def _segments(tokens, mask, pieces, eos, vocab) -> list[dict]:
+    """Maximal runs of tokens with one owner (a conversation piece or an EOS) and one mask value, decoded."""
+    width = len(tokens)
+    cuts = {0, width, *(p["start"] for p in pieces), *(p["end"] for p in pieces), *eos, *(i + 1 for i in eos)}
+    cuts.update(int(i) + 1 for i in np.flatnonzero(np.diff(mask.astype(np.int8))))
+    cuts = sorted(c for c in cuts if 0 <= c <= width)
+    owner = np.full(width, -1)
+    for k, p in enumerate(pieces):
+        owner[p["start"] : p["end"]] = k
+    out = []
+    for a, b in zip(cuts, cuts[1:]):
+        k = int(owner[a])
+        out.append({
+            "start": a,
+            "end": b,
+            "kind": "conversation" if k >= 0 else "eos",
+            "conversation": pieces[k]["conversation"] if k >= 0 else None,
+            "supervised": bool(mask[a]),
+            "text": vocab.decode(tokens[a:b]),
+        })
+    return out
+
+
+def format_row(view: dict, color: bool = False) -> str:
+    """The row as text: boundary lines, supervised spans highlighted, EOS visible."""
+    if "segments" not in view:
+        raise UsageError("decoding the row needs a tokenizer: pass --model NAME or --tokenizer PATH")
+
+    def paint(text: str, style: str) -> str:
+        return f"{ANSI[style]}{text}{ANSI['reset']}" if color else text
+
+    width, sup = view["row_tokens"], view["supervised_tokens"]
+    header = (f"row {view['row']} of {view['rows']} · {view['build'] or 'unnamed build'} · {width} tokens · "
+              f"{sup} supervised ({sup / width:.1%}) · {len(view['pieces'])} conversation piece(s)")
+    legend = ("supervised tokens in " + (paint("green", "supervised") if color else f"{SUPERVISED_OPEN}…{SUPERVISED_CLOSE}")
+              + f"; ⟨EOS⟩ = the separator between conversations; token ranges a..b are half-open")
+    out = [header, legend]
+    starts = {p["start"]: p for p in view["pieces"]}
+    text = ""
+
+    def newline():
+        nonlocal text
+        if text and not text.endswith("\n"):
+            text += "\n"
+
+    for seg in view["segments"]:
+        piece = starts.get(seg["start"]) if seg["kind"] == "conversation" else None
+        if piece is not None:
+            newline()
+            notes = []
+            if piece["continued"]:
+                notes.append(f"continues from offset {piece['offset']}")
+            if piece["continues_in_next_row"]:
+                notes.append(f"continues in row {view['row'] + 1}")
+            detail = f"tokens {piece['start']}..{piece['end']}" + "".join(f", {n}" for n in notes)
+            text += paint(f"── conversation {piece['conversation']} ({detail}) ──", "boundary") + "\n"
+            starts.pop(seg["start"])
+        if seg["kind"] == "eos":
+            newline()
+            text += paint(f"⟨EOS {seg['text']}⟩", "eos") + "\n"
+        elif seg["supervised"]:
+            text += paint(seg["text"], "supervised") if color else f"{SUPERVISED_OPEN}{seg['text']}{SUPERVISED_CLOSE}"
+        else:
+            text += seg["text"]
+    out.append(text.rstrip("\n"))
+    return "\n".join(out)
+
+
+def summarize(path: str | Path) -> dict:
+    """Rows, tokens, supervised ratio, conversations and pieces, conversations split across rows, and a
+    histogram of supervised tokens per row (reads the small columns, never the tokens, when it can)."""
+    path = Path(path)
+    pf = open_rows(path)
+    width = row_tokens_of(pf)
+    nrows = pf.metadata.num_rows
+    if "supervised_tokens" in pf.schema_arrow.names:
+        per_row = pf.read(columns=["supervised_tokens"]).column("supervised_tokens").to_numpy().astype(np.int64)
+    else:
+        from .rows import _binary_matrix
+
+        per_row = np.concatenate([
+            _binary_matrix(b.column("loss_mask"), width, np.uint8, "loss_mask").sum(axis=1, dtype=np.int64)
+            for b in pf.iter_batches(batch_size=256, columns=["loss_mask"])
+        ] or [np.zeros(0, np.int64)])
+    info = {
+        "path": str(path),
+        "build": _build_name(pf),
+        "model": _record_beside(path).get("model"),
+        "rows": nrows,
+        "row_tokens": width,
+        "total_tokens": nrows * width,
+        "supervised_tokens": int(per_row.sum()),
+        "supervised_token_ratio": float(per_row.sum() / (nrows * width)) if nrows else 0.0,
+        "supervised_per_row": _stats(per_row),
+    }
+    try:
+        provenance = read_all_provenance(path)
+    except NotSftpackRows:
+        provenance = None
+    if provenance is not None:
+        rows_of: dict[str, set[int]] = {}
+        continued = set()
+        for p in provenance:
+            for cid, offset in zip(p.conversation_ids, p.offsets):
+                rows_of.setdefault(cid, set()).add(p.row)
+                if offset > 0:
+                    continued.add(cid)
+        split = {c for c, rows in rows_of.items() if len(rows) > 1} | continued
+        pieces = np.array([len(p.conversation_ids) for p in provenance], dtype=np.int64)
+        info.update(
+            conversations=len(rows_of),
+            pieces=int(pieces.sum()),
+            pieces_per_row=_stats(pieces),
+            conversations_split_across_rows=len(split),
+        )
+    info["histogram"] = _histogram(per_row)
+    return info
+
+
+def _stats(values: np.ndarray) -> dict:
+    if not len(values):
+        return {"min": 0, "mean": 0.0, "max": 0}
+    return {"min": int(values.min()), "mean": round(float(values.mean()), 2), "max": int(values.max())}
+
+
+def _histogram(values: np.ndarray, bins: int = 10) -> list[dict]:
+    if not len(values):
+        return []
+    lo, hi = int(values.min()), int(values.max()) + 1
+    bins = max(1, min(bins, hi - lo))
+    edges = np.linspace(lo, hi, bins + 1).round().astype(np.int64)
+    edges = np.unique(edges)
+    counts, _ = np.histogram(values, bins=edges)
+    return [{"from": int(a), "to": int(b), "rows": int(c)} for a, b, c in zip(edges, edges[1:], counts)]
+
+
+def format_summary(info: dict) -> str:
+    lines = [
+        f"{info['path']}: {info['build'] or 'unnamed build'}" + (f" ({info['model']})" if info.get("model") else ""),
+        f"  rows            {info['rows']:,} x {info['row_tokens']:,} tokens = {info['total_tokens']:,} tokens (no padding)",
+        f"  supervised      {info['supervised_tokens']:,} tokens = {info['supervised_token_ratio']:.4f}"
+        f"  (per row min {info['supervised_per_row']['min']:,}, mean {info['supervised_per_row']['mean']:,}, "
+        f"max {info['supervised_per_row']['max']:,})",
+    ]
+    if "conversations" in info:
+        ppr = info["pieces_per_row"]
+        lines += [
+            f"  conversations   {info['conversations']:,} distinct in {info['pieces']:,} pieces "
+            f"(per row min {ppr['min']}, mean {ppr['mean']}, max {ppr['max']})",
+            f"  split           {info['conversations_split_across_rows']:,} conversation(s) cut across rows",
+        ]
+    else:
+        lines.append("  conversations   unknown (the parquet has no provenance columns)")
+    hist = info["histogram"]
+    if hist:
+        lines.append("  supervised tokens per row:")
+        top = max(h["rows"] for h in hist) or 1
+        labels = [f"{h['from']:,}..{h['to']:,}" for h in hist]
+        width = max(map(len, labels))
+        for text, h in zip(labels, hist):
+            bar = "█" * max(1 if h["rows"] else 0, round(40 * h["rows"] / top))
+            lines.append(f"    {text.rjust(width)}  {bar} {h['rows']:,}")
+    return "\n".join(lines)
