@@ -75,7 +75,9 @@ _CONTROL_RE = re.compile("|".join(map(re.escape, CONTROL_TEXT)))
 
 
 def _has_control_text(messages: list) -> bool:
-    return _CONTROL_RE.search("\x00".join(m["content"] for m in messages)) is not None
+    contents = "\x00".join(m["content"] for m in messages)
+    # every control text starts with "<" or "["; memchr-fast tests skip the regex for most conversations
+    return ("<" in contents or "[" in contents) and _CONTROL_RE.search(contents) is not None
 
 
 def encode_chunk(indices: np.ndarray) -> ChunkResult:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .conversation import Skip, check_messages
+from .errors import UsageError
 from .mask import supervised_spans
 from .profiles import MaskRule, Profile, load_profile
 from .render import Renderer, TemplateError, get_renderer
@@ -53,9 +54,14 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
     template on the probe conversations (or the tokenizer has none); else the template through Jinja."""
     from .render.probe import PROBE_CONVERSATIONS
 
-    native = get_renderer(profile.template)
+    try:
+        native = get_renderer(profile.template)
+    except KeyError:  # a family without a native renderer: its chat template through Jinja
+        native = None
     template = vocab.info.chat_template
     if template is None:
+        if native is None:
+            raise UsageError(f"{profile.model}: no native {profile.template!r} renderer and the tokenizer has no chat_template")
         return native, f"native {profile.template} renderer (official template; the tokenizer has no chat_template)"
     from .render.jinja import JinjaRenderer
 
@@ -63,6 +69,8 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
     markers = [t for t in vocab.special_tokens if t in rule.header or t in rule.end_of_turn]
     variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
     jinja = JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers)
+    if native is None:
+        return jinja, f"the tokenizer's chat_template through Jinja (no native {profile.template} renderer)"
     for conversation in PROBE_CONVERSATIONS:
         try:
             same = native(conversation).text == jinja(conversation).text

@@ -108,8 +108,8 @@ def check_head(model, decoder, head: Head, ids, dtype: str) -> float:
     torch = torch_or_usage_error()
     prefix = ids[: min(CHECK_TOKENS, len(ids))]
     with torch.inference_mode():
-        reference = model(input_ids=prefix[None], use_cache=False).logits[0].float()
-        ours = head(hidden_states(decoder, prefix))
+        reference = model(input_ids=prefix[None], use_cache=False).logits[0].double()
+        ours = head(hidden_states(decoder, prefix)).double()
     scale = float(reference.abs().max()) or 1.0
     diff = float((ours - reference).abs().max()) / scale
     if not diff <= CHECK_TOLERANCE[dtype]:

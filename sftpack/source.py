@@ -80,26 +80,92 @@ class TableSource(Source):
                 self.columns = [table.combine_chunks().column(k).chunks for k in ("messages", "id")]
                 self._bounds = np.array([0, self._n], dtype=np.int64)
                 break
+        self._readers: dict = {}
 
     def __len__(self) -> int:
         return self._n
 
     def take(self, indices) -> list[tuple[str, object]]:
-        # Take chunk by chunk: ChunkedArray.take would first concatenate every chunk of a memory-mapped
-        # source (gigabytes) to pick a hundred rows.
+        # Chunk by chunk: ChunkedArray.take would first concatenate every chunk of a memory-mapped source
+        # (gigabytes) to pick a hundred rows. Chunks in Tulu's plain layout are read straight from the Arrow
+        # buffers (zero-copy views), the rest through pyarrow's take + to_pylist.
         indices = np.asarray(indices, dtype=np.int64)
         chunk_of = np.searchsorted(self._bounds, indices, side="right") - 1
-        messages: list = [None] * len(indices)
-        ids: list = [None] * len(indices)
-        for chunk in np.unique(chunk_of):
-            where = np.flatnonzero(chunk_of == chunk)
-            local = pa.array(indices[where] - self._bounds[chunk])
-            got = self.columns[0][chunk].take(local).to_pylist()
-            got_ids = self.columns[1][chunk].take(local).to_pylist() if len(self.columns) > 1 else [None] * len(where)
-            for position, m, i in zip(where.tolist(), got, got_ids):
-                messages[position] = m
-                ids[position] = i
-        return [(str(i) if i is not None else f"row-{k}", m) for i, k, m in zip(ids, indices.tolist(), messages)]
+        local = indices - self._bounds[chunk_of]
+        out: list = [None] * len(indices)
+        slow: dict[int, list[int]] = {}
+        for position, (chunk, row) in enumerate(zip(chunk_of.tolist(), local.tolist())):
+            reader = self._readers.get(chunk)
+            if reader is None:
+                reader = self._readers[chunk] = _ChunkReader.make(self.columns, chunk)
+            if reader is False:
+                slow.setdefault(chunk, []).append(position)
+            else:
+                out[position] = reader.row(row)
+        for chunk, positions in slow.items():
+            rows = pa.array(local[positions])
+            got = self.columns[0][chunk].take(rows).to_pylist()
+            got_ids = self.columns[1][chunk].take(rows).to_pylist() if len(self.columns) > 1 else [None] * len(positions)
+            for position, m, i in zip(positions, got, got_ids):
+                out[position] = (i, m)
+        return [(str(i) if i is not None else f"row-{k}", m) for (i, m), k in zip(out, indices.tolist())]
+
+
+def _string_views(array: pa.Array):
+    """(offsets, data) of a string array as zero-copy numpy views; None if it has nulls or another type."""
+    if array.null_count or not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        return None
+    width = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    buffers = array.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=width)[array.offset : array.offset + len(array) + 1]
+    data = memoryview(buffers[2]) if buffers[2] is not None else memoryview(b"")
+    return offsets, data
+
+
+class _ChunkReader:
+    """Rows of one chunk of ``messages: list<struct<string fields>>`` (+ ``id: string``) without nulls, read
+    from the Arrow buffers: ~100x cheaper per row than ``take().to_pylist()`` on random rows."""
+
+    @staticmethod
+    def make(columns, chunk: int):
+        messages = columns[0][chunk]
+        if not pa.types.is_list(messages.type) or not pa.types.is_struct(messages.type.value_type) or messages.null_count:
+            return False
+        struct = messages.values
+        if struct.null_count:
+            return False
+        fields = []
+        for i in range(struct.type.num_fields):
+            views = _string_views(struct.field(i))
+            if views is None:
+                return False
+            fields.append((struct.type.field(i).name, *views))
+        ids = None
+        if len(columns) > 1:
+            ids = _string_views(columns[1][chunk])
+            if ids is None:
+                return False
+        list_offsets = np.frombuffer(messages.buffers()[1], dtype=np.int32)[messages.offset : messages.offset + len(messages) + 1]
+        return _ChunkReader(list_offsets, fields, ids)
+
+    def __init__(self, list_offsets, fields, ids):
+        self.list_offsets = list_offsets
+        self.fields = fields
+        self.ids = ids
+
+    def row(self, k: int):
+        first, last = int(self.list_offsets[k]), int(self.list_offsets[k + 1])
+        columns = []
+        for _, offsets, data in self.fields:
+            bounds = offsets[first : last + 1].tolist()
+            columns.append([str(data[a:b], "utf-8") for a, b in zip(bounds, bounds[1:])])
+        names = [name for name, _, _ in self.fields]
+        messages = [dict(zip(names, values)) for values in zip(*columns)]
+        row_id = None
+        if self.ids is not None:
+            offsets, data = self.ids
+            row_id = str(data[int(offsets[k]) : int(offsets[k + 1])], "utf-8")
+        return row_id, messages
 
 
 class JsonLinesSource(Source):

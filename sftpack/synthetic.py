@@ -475,10 +475,23 @@ def _build_lang_plain(words: list[str]) -> tuple[str, ...]:
 
 _EN_PLAIN, _EN_WORDS = _build_english()
 _EN_CAP = {w: _cap(w) for w in dict.fromkeys(_EN_PLAIN)}
-_TABLES = {"en": _text_table(_EN_PLAIN, "en", 17, 14, "sftpack-en")}
+
+
+def _pair_table(table: tuple[str, ...], lang: str, distinct: int, seed: str) -> tuple[str, ...]:
+    """2**16 slots holding ``distinct`` two-entry strings of ``table``: a paragraph is drawn two words per lookup
+    (half the work); ``distinct`` pairs are enough that repeats stay as rare as in real text."""
+    sep = _LANG_FORMAT[lang][0]
+    r = random.Random(seed)
+    pairs = [table[r.getrandbits(16)] + sep + table[r.getrandbits(16)] for _ in range(distinct)]
+    return tuple(pairs * (_TABLE_SIZE // distinct))
+
+
+_TABLES = {"en": _pair_table(_text_table(_EN_PLAIN, "en", 17, 14, "sftpack-en"), "en", _TABLE_SIZE, "sftpack-en-pairs")}
 for _lang, _text in _LANG_WORDS.items():
-    _TABLES[_lang] = _text_table(_build_lang_plain(_text.split()), _lang, 10, 9, f"sftpack-{_lang}")
-del _lang, _text
+    _single = _text_table(_build_lang_plain(_text.split()), _lang, 10, 9, f"sftpack-{_lang}")
+    _TABLES[_lang] = _pair_table(_single, _lang, 8192, f"sftpack-{_lang}-pairs")
+del _lang, _text, _single
+_SPLIT = {lang: ends[0] + sep for lang, (sep, _, ends, _) in _LANG_FORMAT.items()}
 _KEYWORDS = frozenset("""return break continue print import class try while for else case default type switch function
 var let const new delete with yield lambda global pass raise from def del assert async await true false none null
 self this super static public private protected int float str list dict set len range sum max min open input object
@@ -526,12 +539,30 @@ class _Rng(random.Random):
 
 def _lang_para(rng: random.Random, lang: str, nwords: int) -> str:
     """Text of about ``nwords`` words in ``lang``: sentences (capitalized where the script has case), commas."""
-    nwords = max(nwords, 2)
     sep, _, ends, cap = _LANG_FORMAT[lang]
-    text = sep.join(itemgetter(*_u16(rng, nwords))(_TABLES[lang]))
+    text = sep.join(itemgetter(*_u16(rng, max((nwords + 1) // 2, 2)))(_TABLES[lang]))
     if text[-1] not in ends:
         text = text.rstrip(",，、،") + ends[0]
     return _cap(text) if cap else text
+
+
+def _pieces(rng: random.Random, lang: str, nwords: int, k: int) -> list[str]:
+    """About ``nwords`` words of text cut at sentence ends into (at most) ``k`` pieces of similar length."""
+    text = _lang_para(rng, lang, nwords)
+    mark = _SPLIT[lang]
+    step = len(text) // k
+    out = []
+    last = 0
+    for j in range(1, k):
+        p = text.find(mark, max(last, j * step))
+        if p < 0:
+            break
+        p += len(mark)
+        out.append(text[last:p].rstrip(" "))
+        last = p
+    if last < len(text):
+        out.append(text[last:])
+    return out
 
 
 def _para(rng: random.Random, nwords: int) -> str:
@@ -575,42 +606,39 @@ _SKEW = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0, 1.1, 1.2, 1.3, 1.45, 1.6, 
 
 def _markdown(rng: random.Random, nwords: int, lang: str = "en", emoji: float = 0.0) -> str:
     """A structured answer of about ``nwords`` words: paragraphs, headings, lists, bold, quotes."""
-    blocks = [_lang_para(rng, lang, 15 + _rb(rng, 40))]
-    used = 30
-    while used < nwords:
-        r = rng.random()
-        if r < 0.45:
-            k = 30 + _rb(rng, 90)
-            blocks.append(_lang_para(rng, lang, k))
-        elif r < 0.62:
-            k = 25 + _rb(rng, 70)
-            head = "#" * (2 + _rb(rng, 2)) + " " + (_title(rng, 2 + _rb(rng, 4)) if lang == "en"
-                                                          else _lang_para(rng, lang, 4).rstrip("。.।"))
-            blocks.append(head + "\n\n" + _lang_para(rng, lang, k))
-            k += 4
-        elif r < 0.9:
-            items = 3 + _rb(rng, 5)
-            numbered = rng.random() < 0.5
-            bold = rng.random() < 0.6
+    sep = _LANG_FORMAT[lang][0]
+    pieces = _pieces(rng, lang, nwords, max(3, nwords // 18))
+    blocks = [pieces[0]]
+    i, n = 1, len(pieces)
+    while i < n:
+        x = rng.getrandbits(48)
+        r = x & 1023
+        take = 1 + (x >> 10) % 3
+        if r < 460:
+            blocks.append(sep.join(pieces[i:i + take]))
+        elif r < 630:
+            level = "##" if (x >> 12) & 1 else "###"
+            head = _title(rng, 2 + (x >> 13) % 4) if lang == "en" else _lang_para(rng, lang, 4)[:-1]
+            blocks.append(f"{level} {head}\n\n" + sep.join(pieces[i:i + take]))
+        elif r < 900:
+            take = 3 + (x >> 15) % 4
+            numbered, bold = (x >> 18) & 1, lang == "en" and (x >> 19) % 5 < 3
+            icons = emoji and rng.random() < emoji * 5  # a list with an emoji on each item
             lines = []
-            k = 0
-            for j in range(items):
-                mark = f"{j + 1}." if numbered else "-"
-                body = _lang_para(rng, lang, 6 + _rb(rng, 25))
-                k += len(body) // 6
-                if bold and lang == "en":
-                    body = f"**{_title(rng, 1 + _rb(rng, 3))}**: " + body
-                if emoji and rng.random() < emoji * 4:
-                    body = _ch(rng, _EMOJI) + " " + body
-                lines.append(f"{mark} {body}")
+            for j, body in enumerate(pieces[i:i + take]):
+                if bold:
+                    body = f"**{_title(rng, 1 + (x >> (20 + 2 * j)) % 3)}**: {body}"
+                if icons:
+                    body = _EMOJI[(x >> (20 + 3 * j)) % len(_EMOJI)] + " " + body
+                lines.append(f"{j + 1}. {body}" if numbered else f"- {body}")
             blocks.append("\n".join(lines))
-        elif r < 0.95:
-            k = 10 + _rb(rng, 30)
-            blocks.append("> " + _lang_para(rng, lang, k))
+        elif r < 960:
+            take = 1
+            blocks.append("> " + pieces[i])
         else:
-            k = 12 + _rb(rng, 20)
-            blocks.append(_lang_para(rng, lang, k) + (" " + _ch(rng, _EMOJI) if emoji else ""))
-        used += k
+            take = 1
+            blocks.append(pieces[i] + (" " + _EMOJI[(x >> 20) % len(_EMOJI)] if emoji else ""))
+        i += take
     if emoji and rng.random() < emoji * 3:
         blocks[-1] += " " + "".join(_ch(rng, _EMOJI) for _ in range(1 + _rb(rng, 3)))
     return "\n\n".join(blocks)
@@ -904,10 +932,9 @@ def _tex(rng: random.Random) -> str:
     return f"{a}{v} + {b} \\leq {c}"
 
 
-def _math_text(rng: random.Random, nwords: int) -> str:
-    """Prose with inline LaTeX (``$...$`` or ``\\( ... \\)``) about every 20 words."""
-    text = _para(rng, nwords)
-    m = 1 + nwords // 20
+def _with_tex(rng: random.Random, text: str) -> str:
+    """``text`` with inline LaTeX (``$...$`` or ``\\( ... \\)``) inserted at word breaks, about every 130 characters."""
+    m = 1 + len(text) // 130
     step = len(text) // (m + 1)
     out = []
     last = 0
@@ -923,24 +950,30 @@ def _math_text(rng: random.Random, nwords: int) -> str:
     return "".join(out)
 
 
+def _math_text(rng: random.Random, nwords: int) -> str:
+    """Prose with inline LaTeX."""
+    return _with_tex(rng, _para(rng, nwords))
+
+
 def _math_solution(rng: random.Random, nwords: int, style: str) -> str:
-    blocks = [f"To solve the problem, we {_phrase(rng, 6)}. " + _para(rng, 15 + _rb(rng, 25))]
-    used = 40
+    pieces = _pieces(rng, "en", nwords, max(3, nwords // 16))
+    blocks = [f"To solve the problem, we {_phrase(rng, 6)}. " + pieces[0]]
     part = 1
-    while used < nwords:
-        if rng.random() < 0.25:
-            blocks.append(f"### Part {part}: {_title(rng, 2 + _rb(rng, 4))}")
+    i = 1
+    while i < len(pieces):
+        x = rng.getrandbits(32)
+        if x & 3 == 0:
+            blocks.append(f"### Part {part}: {_title(rng, 2 + (x >> 2) % 4)}")
             part += 1
-        blocks.append(_math_text(rng, 15 + _rb(rng, 40)))
-        eq = _tex(rng)
-        rhs = _tex(rng) if rng.random() < 0.5 else str(_ri(rng, -50, 500))
-        if rng.random() < 0.5:
-            blocks.append(f"\\[\n{eq} = {rhs}\n\\]")
-        else:
-            blocks.append(f"$$ {eq} = {rhs} $$")
-        if rng.random() < 0.3:
-            blocks.append("\n".join(f"{j + 1}. {_math_text(rng, 10 + _rb(rng, 15))}" for j in range(2 + _rb(rng, 3))))
-        used += 80
+        take = 1 + (x >> 4) % 2
+        blocks.append(_with_tex(rng, " ".join(pieces[i:i + take])))
+        i += take
+        rhs = _tex(rng) if (x >> 6) & 1 else str(((x >> 7) & 511) - 50)
+        blocks.append(f"\\[\n{_tex(rng)} = {rhs}\n\\]" if (x >> 16) & 1 else f"$$ {_tex(rng)} = {rhs} $$")
+        if (x >> 17) % 10 < 3 and i < len(pieces):
+            take = 2 + (x >> 21) % 3
+            blocks.append("\n".join(f"{j + 1}. {_with_tex(rng, p)}" for j, p in enumerate(pieces[i:i + take])))
+            i += take
     answer = _ri(rng, -20, 2000) if rng.random() < 0.7 else f"\\frac{{{_ri(rng, 1, 30)}}}{{{_ri(rng, 2, 40)}}}"
     if style == "persona":
         blocks.append(f"Final Answer: The final answer is ${answer}$. I hope it is correct.")
@@ -1008,13 +1041,17 @@ def _gen_algebra(rng, lang, turn):
 
 def _code_answer(rng, nlines, nwords):
     lang, code = _code(rng, nlines)
-    parts = [_para(rng, 20 + _rb(rng, 40)), f"```{lang}\n{code}\n```", "### Explanation"]
-    used = 60
-    while used < nwords:
-        parts.append("\n".join(f"{j + 1}. **{_title(rng, 2)}**: {_para(rng, 10 + _rb(rng, 25))}" for j in range(2 + _rb(rng, 4))))
-        if rng.random() < 0.4:
-            parts.append(_para(rng, 30 + _rb(rng, 50)))
-        used += 90
+    pieces = _pieces(rng, "en", nwords, max(3, nwords // 18))
+    parts = [pieces[0], f"```{lang}\n{code}\n```", "### Explanation"]
+    i = 1
+    while i < len(pieces):
+        x = rng.getrandbits(32)
+        take = 2 + (x & 3)
+        parts.append("\n".join(f"{j + 1}. **{_title(rng, 1 + (x >> (2 + j)) % 3)}**: {p}" for j, p in enumerate(pieces[i:i + take])))
+        i += take
+        if (x >> 10) % 10 < 4 and i < len(pieces):
+            parts.append(pieces[i])
+            i += 1
     if rng.random() < 0.4:
         parts.append(f"Example usage:\n\n```{lang}\n{_ident(rng, 2)}({_ri(rng, 1, 99)}, \"{_ch(rng, _IDENT_WORDS)}\")\n```\n\nOutput:\n```\n{_phrase(rng, 5)}\n```")
     return "\n\n".join(parts)

