@@ -572,7 +572,7 @@ def _para(rng: random.Random, nwords: int) -> str:
 def _wslice(rng: _Rng, k: int) -> tuple[str, ...]:
     p = rng.wpos
     if p + k > len(rng.wbuf):
-        rng.wbuf = itemgetter(*_u16(rng, 256))(_EN_PLAIN)
+        rng.wbuf = itemgetter(*_u16(rng, 64))(_EN_PLAIN)
         p = 0
     rng.wpos = p + k
     return rng.wbuf[p:p + k]
