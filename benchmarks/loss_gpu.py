@@ -198,7 +198,7 @@ def main() -> None:
         # 1. The real command.
         command = [sys.executable, "-m", "sftpack", "loss", "--model", str(model_dir), "--rows", args.rows,
                    "--limit", str(args.limit), "--device", DEVICE, "--dtype", "bfloat16", "--chunk", "1024", "--json"]
-        say("\n$ sftpack loss --model <random Qwen3 model> --rows ROWS --limit %d --device cuda --dtype bfloat16 --json" % args.limit)
+        say(f"\n$ sftpack loss --model <random Qwen3 model> --rows ROWS --limit {args.limit} --device {DEVICE} --dtype bfloat16 --json")
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         run = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env)
         if run.returncode != 0:

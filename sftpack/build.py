@@ -64,7 +64,7 @@ class ChunkResult:
     lengths: np.ndarray  # token count per kept conversation
     tokens: np.ndarray
     masks: np.ndarray
-    control_text: int = 0
+    control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
 
 
 _ENCODER: ConversationEncoder | None = None
@@ -85,7 +85,7 @@ def encode_chunk(indices: np.ndarray) -> ChunkResult:
     encoder, source = _ENCODER, _SOURCE
     ids, status = [], []
     texts, spans, kept = [], [], []  # kept: position in the chunk of each text
-    control = 0
+    control = []
     for item in source.take(indices):
         if isinstance(item, RowError):
             ids.append(item.row_id)
@@ -98,7 +98,8 @@ def encode_chunk(indices: np.ndarray) -> ChunkResult:
         except Skip as skip:
             status.append((skip.reason, skip.detail))
             continue
-        control += _has_control_text(messages)
+        if _has_control_text(messages):
+            control.append(len(status))
         status.append(None)
         kept.append(len(status) - 1)
         texts.append(text)
@@ -107,7 +108,7 @@ def encode_chunk(indices: np.ndarray) -> ChunkResult:
     for i, message in batch.errors.items():
         status[kept[i]] = ("invalid_unicode", message)
     lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
-    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, control)
+    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control))
 
 
 @dataclass
@@ -129,7 +130,8 @@ def encoded_conversations(
     def consume(result: ChunkResult):
         bounds = np.concatenate(([0], np.cumsum(result.lengths)))
         k = 0
-        for conv_id, status in zip(result.ids, result.status):
+        control = set(result.control_text)
+        for position, (conv_id, status) in enumerate(zip(result.ids, result.status)):
             stats.reached += 1
             if status is not None:
                 if strict:
@@ -138,8 +140,8 @@ def encoded_conversations(
                 continue
             a, b = bounds[k], bounds[k + 1]
             k += 1
+            stats.control_text += position in control  # counted as reached, like the skips
             yield conv_id, result.tokens[a:b], result.masks[a:b]
-        stats.control_text += result.control_text
 
     if workers <= 1:
         for chunk in chunks:
@@ -148,7 +150,7 @@ def encoded_conversations(
     # fork: workers inherit the loaded tokenizer and the (memory-mapped) source instead of re-loading them.
     context = mp.get_context("fork")
     depth = 3 * workers
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_sigint) as pool:
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         pending = []
         try:
             for chunk in chunks:
@@ -162,9 +164,21 @@ def encoded_conversations(
                 f.cancel()
 
 
-def _ignore_sigint() -> None:
-    # Ctrl-C is handled by the parent, which removes temporaries; workers just stop with the pool.
+def _worker_init(parent: int) -> None:
+    # Ctrl-C and SIGTERM are handled by the parent, which removes temporaries; workers just stop with the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL) takes its workers along: an orphaned worker would wait forever on the
+    # task queue, holding the output lock (inherited with fork) so that every re-run is refused.
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
 
 
 def permutation(n: int, seed: int) -> np.ndarray:

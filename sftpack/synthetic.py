@@ -398,16 +398,21 @@ def _number_tokens() -> list[str]:
     return nums
 
 
-def _apportion(weights: list[float], slots: int) -> list[int]:
-    """Integer slot counts proportional to ``weights`` (largest remainders, ties by index), each at least 1."""
+def _apportion(weights: list[int], slots: int) -> list[int]:
+    """Integer slot counts proportional to integer ``weights`` (largest remainders, ties by index), each at least
+    1. Integer arithmetic only: no float sum, whose rounding changed in Python 3.12."""
     total = sum(weights)
-    exact = [w * slots / total for w in weights]
-    counts = [max(1, int(e)) for e in exact]
+    counts = [max(1, w * slots // total) for w in weights]
     left = slots - sum(counts)
-    order = sorted(range(len(weights)), key=lambda k: (counts[k] - exact[k], k))
+    order = sorted(range(len(weights)), key=lambda k: (-(weights[k] * slots % total), k))
     for k in order[:max(left, 0)]:
         counts[k] += 1
     return counts
+
+
+def _zipf(n: int, offset: float) -> list[int]:
+    """Integer Zipf weights ``1e12 / (rank + offset)`` (one IEEE division each: the same everywhere)."""
+    return [int(1e12 / (r + offset)) for r in range(n)]
 
 
 def _cap(word: str) -> str:
@@ -451,7 +456,7 @@ def _build_english() -> tuple[tuple[str, ...], list[str]]:
     random.Random("sftpack-vocabulary").shuffle(unique)
     ranked = function + unique
     number_slots = 1400
-    counts = _apportion([1.0 / (r + 2.7) for r in range(len(ranked))], _TABLE_SIZE - number_slots)
+    counts = _apportion(_zipf(len(ranked), 2.7), _TABLE_SIZE - number_slots)
     numbers = _number_tokens()
     table: list[str] = []
     for word, count in zip(ranked, counts):
@@ -465,7 +470,7 @@ def _build_english() -> tuple[tuple[str, ...], list[str]]:
 def _build_lang_plain(words: list[str]) -> tuple[str, ...]:
     order = list(words)
     random.Random("sftpack-lang").shuffle(order)
-    counts = _apportion([1.0 / (r + 6) for r in range(len(order))], _TABLE_SIZE)
+    counts = _apportion(_zipf(len(order), 6.0), _TABLE_SIZE)
     table: list[str] = []
     for word, count in zip(order, counts):
         table += [word] * count
@@ -759,7 +764,8 @@ def _python(rng: random.Random, nlines: int) -> str:
     imports = ("import os", "import sys", "import json", "import math", "import logging", "import re",
                "from collections import defaultdict", "from typing import Optional", "import numpy as np",
                "import pandas as pd", "from dataclasses import dataclass", "import random")
-    lines = sorted(set(rng.sample(imports, 1 + _rb(rng, 4))))
+    x = rng.getrandbits(len(imports))
+    lines = sorted(imp for k, imp in enumerate(imports) if (x >> k) % 3 == 0 and k % 2 == x % 2) or [imports[x % len(imports)]]
     lines += ["", "logger = logging.getLogger(__name__)", ""]
     while len(lines) < nlines:
         lines.append("")
@@ -902,7 +908,7 @@ def _poly(rng: random.Random, v: str) -> str:
     return out
 
 
-def _tex(rng: random.Random) -> str:
+def _make_tex(rng: random.Random) -> str:
     x = rng.getrandbits(32)
     v = "xyztnkab"[x & 7]
     a, b, c = 1 + ((x >> 3) & 15) % 12, 1 + ((x >> 7) & 31) % 20, 1 + ((x >> 12) & 63) % 50
@@ -932,19 +938,32 @@ def _tex(rng: random.Random) -> str:
     return f"{a}{v} + {b} \\leq {c}"
 
 
+_TEX_POOL_BITS = 13
+_r = random.Random("sftpack-tex")
+_TEX_POOL = tuple(_make_tex(_r) for _ in range(1 << _TEX_POOL_BITS))  # drawing from a pool is ~10x faster
+del _r
+
+
+def _tex(rng: random.Random) -> str:
+    return _TEX_POOL[rng.getrandbits(_TEX_POOL_BITS)]
+
+
 def _with_tex(rng: random.Random, text: str) -> str:
     """``text`` with inline LaTeX (``$...$`` or ``\\( ... \\)``) inserted at word breaks, about every 130 characters."""
     m = 1 + len(text) // 130
     step = len(text) // (m + 1)
     out = []
     last = 0
+    bits = rng.getrandbits(24 * m)
     for j in range(1, m + 1):
-        p = text.find(" ", j * step + _rb(rng, step // 2 + 1))
+        x = bits & 0xFFFFFF
+        bits >>= 24
+        p = text.find(" ", j * step + (x >> 15) % (step // 2 + 1))
         if p <= last:
             continue
-        tex = _tex(rng)
+        tex = _TEX_POOL[x & 8191]
         out.append(text[last:p])
-        out.append(f" \\( {tex} \\)" if rng.random() < 0.4 else f" ${tex}$")
+        out.append(f" \\( {tex} \\)" if (x >> 13) & 3 == 0 else f" ${tex}$")
         last = p
     out.append(text[last:])
     return "".join(out)
@@ -1330,7 +1349,7 @@ def _conversation(seed: int, i: int) -> dict:
             user = _follow_up(rng, lang)
         messages.append({"role": "user", "content": user})
         messages.append({"role": "assistant", "content": answer})
-    if rng.random() < 0.0055:
+    if rng.random() < 0.005:
         _make_long(rng, messages)
     if rng.random() < 0.003:
         _oddity(rng, messages)

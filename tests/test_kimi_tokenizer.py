@@ -110,7 +110,7 @@ def test_round_trip(loaded, text):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(alphabet=st.one_of(st.sampled_from(list("a Z9\n\t你好🙂'")), st.characters()), max_size=40))
+@given(st.text(alphabet=st.one_of(st.sampled_from(list("a Z9\n\t你好🙂'")), st.characters(blacklist_categories=("Cs",))), max_size=40))
 def test_round_trip_property(loaded, text):
     enc, _ = loaded
     assert enc.decode(kimi_encode(enc, text, allow_special_tokens=False)) == text
