@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 from sftpack.synthetic import write_synthetic_parquet  # noqa: E402
 
 N_CONVERSATIONS = 3000
-SEED = 3
+SEED = 1
 ROW_GROUP_SIZE = 1000
 DEFAULT_OUT = REPO / "sftpack" / "data" / "tulu3_sample.parquet"
 

@@ -197,6 +197,8 @@ def build(config: BuildConfig) -> dict:
         raise UsageError(f"--rows must be at least 1 (got {rows})")
     if row_tokens < 2:
         raise UsageError(f"--row-tokens must be at least 2: position 0 is never a target (got {row_tokens})")
+    if seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer (got {seed})")  # numpy's default_rng refuses it
     workers = config.workers or os.cpu_count() or 1
     if workers < 1:
         raise UsageError(f"--workers must be at least 1 (got {workers})")

@@ -13,8 +13,7 @@ from .errors import CheckFailed, UsageError
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own usage errors: one line, exit 2
-        self.print_usage(sys.stderr)
-        print(f"sftpack: error: {message}", file=sys.stderr)
+        print(f"sftpack: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 
 

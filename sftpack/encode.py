@@ -3,7 +3,7 @@
     >>> out = encode_conversation([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}],
     ...                           model="Qwen3.5-122B-A10B")
     >>> len(out["tokens"]) == len(out["loss_mask"]), sum(out["loss_mask"])
-    (True, 9)
+    (True, 6)
 """
 
 from __future__ import annotations

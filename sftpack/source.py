@@ -5,8 +5,9 @@ The build walks a seeded permutation of the whole source, so a source must answe
 the conversations the rows need are ever read.
 
     >>> src = open_source("sample")
-    >>> len(src) > 1000, src.take([0])[0][0]
-    (True, 'sftpack-synthetic-0')
+    >>> conv_id, messages = src.take([0])[0]
+    >>> len(src), messages[0]["role"] in ("system", "user")
+    (3000, True)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,7 @@ SAMPLE_PATH = Path(__file__).resolve().parent / "data" / "tulu3_sample.parquet"
 # Parquet sources above this size are memory-mapped through the `datasets` Arrow cache instead of being
 # read into memory (the full Tulu 3 mixture is ~2.9 GB of Arrow).
 IN_MEMORY_PARQUET_BYTES = 256 << 20
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class RowError(Exception):
@@ -211,7 +214,11 @@ class JsonLinesSource(Source):
                 out.append(RowError("row_not_object", f"line {k + 1} is a JSON {type(row).__name__}", f"line-{k + 1}"))
                 continue
             rid = row.get("id")
-            out.append((str(rid) if rid is not None else f"row-{k}", row.get("messages")))
+            rid = str(rid) if rid is not None else f"row-{k}"
+            if _SURROGATE.search(rid):  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
+                out.append(RowError("invalid_unicode", f"line {k + 1}: the id holds a lone surrogate", f"line-{k + 1}"))
+                continue
+            out.append((rid, row.get("messages")))
         return out
 
 
@@ -233,7 +240,11 @@ class ListSource(Source):
                 out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}", f"row-{k}"))
                 continue
             rid = row.get("id")
-            out.append((str(rid) if rid is not None else f"row-{k}", row.get("messages")))
+            rid = str(rid) if rid is not None else f"row-{k}"
+            if _SURROGATE.search(rid):
+                out.append(RowError("invalid_unicode", f"row {k}: the id holds a lone surrogate", f"row-{k}"))
+                continue
+            out.append((rid, row.get("messages")))
         return out
 
 

@@ -12,9 +12,13 @@ tokenization and compression behave roughly like real text.
 
 Determinism: conversation ``i`` depends only on ``(seed, i)`` (its own ``random.Random(f"...:{seed}:{i}")``,
 seeded through SHA-512 of the string, stable across Python versions and platforms) and only uses stable
-operations (``getrandbits``, ``random``, ``randrange``/``randint``, ``choice``, ``choices``, ``shuffle`` and
-integer or plain float arithmetic; no ``hash()``, no transcendental functions, no set ordering). Generating
-``n`` conversations therefore yields the prefix of generating any larger ``n``.
+operations (``getrandbits``, ``random``, ``choices`` without weights; ``randrange`` and ``shuffle`` when the
+tables are built at import; integer or single IEEE float operations; no ``hash()``, no float ``sum``, no
+transcendental functions, no set ordering). Generating ``n`` conversations therefore yields the prefix of
+generating any larger ``n`` (checked identical on CPython 3.11 and 3.12).
+
+Speed: about 0.1 ms per conversation (~3,200 characters on average): 200,000 conversations take 20-30 s on one
+core (``synthetic_conversations``; writing Arrow or Parquet adds a little).
 
     >>> rows = list(synthetic_conversations(3, seed=7))
     >>> rows == list(synthetic_conversations(5, seed=7))[:3]
@@ -478,7 +482,7 @@ def _build_lang_plain(words: list[str]) -> tuple[str, ...]:
     return tuple(table)
 
 
-_EN_PLAIN, _EN_WORDS = _build_english()
+_EN_PLAIN, _ = _build_english()
 _EN_CAP = {w: _cap(w) for w in dict.fromkeys(_EN_PLAIN)}
 
 
@@ -761,11 +765,11 @@ def _py_function(rng: random.Random, ind: int = 0, method: bool = False) -> list
 
 
 def _python(rng: random.Random, nlines: int) -> str:
-    imports = ("import os", "import sys", "import json", "import math", "import logging", "import re",
+    imports = ("import os", "import sys", "import json", "import math", "import re",
                "from collections import defaultdict", "from typing import Optional", "import numpy as np",
                "import pandas as pd", "from dataclasses import dataclass", "import random")
-    x = rng.getrandbits(len(imports))
-    lines = sorted(imp for k, imp in enumerate(imports) if (x >> k) % 3 == 0 and k % 2 == x % 2) or [imports[x % len(imports)]]
+    x = rng.getrandbits(2 * len(imports))
+    lines = sorted(["import logging"] + [imp for k, imp in enumerate(imports) if (x >> (2 * k)) & 3 == 0])
     lines += ["", "logger = logging.getLogger(__name__)", ""]
     while len(lines) < nlines:
         lines.append("")
@@ -1207,10 +1211,10 @@ def _gen_hard_coded(rng, lang, turn):
                   + _para(rng, _scaled(rng, 40)))
 
 
-_LANG_MIX = {
-    "aya": (("hi", 14), ("ar", 14), ("ja", 10), ("ko", 10), ("zh", 12), ("ru", 12), ("es", 14), ("fr", 14)),
-    "wildchat": (("en", 58), ("zh", 18), ("ru", 12), ("ja", 3), ("ko", 2), ("ar", 2), ("fr", 3), ("es", 2)),
-    "oasst": (("en", 60), ("es", 14), ("ru", 10), ("zh", 5), ("fr", 6), ("ja", 2), ("ko", 1), ("ar", 2)),
+_LANG_MIX = {  # languages and cumulative weights
+    "aya": (("hi", "ar", "ja", "ko", "zh", "ru", "es", "fr"), (14, 28, 38, 48, 60, 72, 86, 100)),
+    "wildchat": (("en", "zh", "ru", "ja", "ko", "ar", "fr", "es"), (58, 76, 88, 91, 93, 95, 98, 100)),
+    "oasst": (("en", "es", "ru", "zh", "fr", "ja", "ko", "ar"), (60, 74, 84, 89, 95, 97, 98, 100)),
 }
 
 # name, weight (thousands of Tulu rows), id style, p_system, p_multi, generator, language mix
@@ -1337,8 +1341,8 @@ def _conversation(seed: int, i: int) -> dict:
     name, _, id_style, p_system, p_multi, gen, mix = SOURCES[bisect(_SOURCE_CUM, rng.random() * _SOURCE_CUM[-1])]
     lang = "en"
     if mix:
-        langs = _LANG_MIX[mix]
-        lang = rng.choices([lg for lg, _ in langs], [w for _, w in langs])[0]
+        langs, cum = _LANG_MIX[mix]
+        lang = langs[bisect(cum, rng.random() * cum[-1])]
     messages = []
     if rng.random() < p_system:
         messages.append({"role": "system", "content": _system(rng, lang)})
@@ -1427,22 +1431,34 @@ PARQUET_OPTIONS = dict(
 def write_synthetic_parquet(path, n: int, seed: int = 0, row_group_size: int = 4096) -> None:
     """Write ``n`` synthetic conversations to a Parquet file, one row group per ``row_group_size`` rows.
 
-    Streams one row group at a time (memory stays bounded for millions of rows) with fixed settings
-    (zstd level 3, dictionary, statistics, no page index), so the same call gives byte-identical files.
+    Streams one row group at a time (memory stays bounded for millions of rows) with the fixed settings of
+    ``PARQUET_OPTIONS`` (zstd level 3, no timestamps), so the same call gives byte-identical files with the same
+    pyarrow version. The file appears under ``path`` only once complete.
     """
     import pyarrow.parquet as pq
 
+    if row_group_size < 1:
+        raise ValueError(f"row_group_size must be >= 1, got {row_group_size}")
     tmp = f"{os.fspath(path)}.tmp"
-    with pq.ParquetWriter(tmp, SCHEMA, **PARQUET_OPTIONS) as writer:
-        for batch in synthetic_batches(n, seed, row_group_size):
-            writer.write_table(pa.Table.from_batches([batch]), row_group_size=row_group_size)
-    os.replace(tmp, path)
+    try:
+        with pq.ParquetWriter(tmp, SCHEMA, **PARQUET_OPTIONS) as writer:
+            for batch in synthetic_batches(n, seed, row_group_size):
+                writer.write_table(pa.Table.from_batches([batch]), row_group_size=row_group_size)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def write_synthetic_arrow(path, n: int, seed: int = 0, batch_size: int = 4096) -> None:
-    """Write ``n`` synthetic conversations to an uncompressed Arrow IPC file (memory-mappable), streaming."""
+    """Write ``n`` synthetic conversations to an uncompressed Arrow IPC file (memory-mappable with
+    ``pa.memory_map``), streaming one record batch of ``batch_size`` rows at a time."""
     tmp = f"{os.fspath(path)}.tmp"
-    with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
-        for batch in synthetic_batches(n, seed, batch_size):
-            writer.write_batch(batch)
-    os.replace(tmp, path)
+    try:
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
+            for batch in synthetic_batches(n, seed, batch_size):
+                writer.write_batch(batch)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)

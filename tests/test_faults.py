@@ -1,0 +1,205 @@
+"""Issue 7, faults: a real ``python -m sftpack build`` killed at different moments (SIGINT, SIGTERM, SIGKILL)
+leaves neither final name (SPEC rule 9); SIGINT/SIGTERM also leave no temporaries, exit non-zero and take their
+worker processes along; a re-run gives the bytes of an uninterrupted build; two builds into one ``--out`` cannot
+interleave."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+MODEL = "Qwen3.5-122B-A10B"
+NAME = "qwen35-tulu3-fixed8192-v1"
+ROWS = 200
+FINAL = (f"{NAME}.parquet", f"{NAME}.build.yaml")
+
+
+@pytest.fixture(scope="module")
+def big_source(tmp_path_factory) -> Path:
+    """~1,200 conversations of a few hundred to a few thousand tokens: the build takes a few seconds."""
+    rng = random.Random(7)
+    words = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau "
+             "upsilon phi chi psi omega 你好 世界 ünïcödé 😀 123 4567 , . ! ?").split()
+    path = tmp_path_factory.mktemp("faults") / "big.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(1200):
+            messages = []
+            for _ in range(rng.randint(1, 3)):
+                messages.append({"role": "user", "content": " ".join(rng.choices(words, k=rng.randint(20, 400)))})
+                messages.append({"role": "assistant", "content": " ".join(rng.choices(words, k=rng.randint(20, 800)))})
+            f.write(json.dumps({"id": f"big-{i}", "messages": messages, "source": "faults"}, ensure_ascii=False) + "\n")
+    return path
+
+
+def command(source: Path, out: Path, *extra: str, workers: int = 2) -> list[str]:
+    return [sys.executable, "-m", "sftpack", "build", "--model", MODEL, "--source", str(source), "--rows", str(ROWS),
+            "--row-tokens", "8192", "--out", str(out), "--workers", str(workers), *extra]
+
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+
+
+class Build:
+    """A build subprocess whose stderr (progress bar included) is collected by a thread."""
+
+    def __init__(self, argv: list[str]):
+        self.proc = subprocess.Popen(argv, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        self.err = b""
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while chunk := self.proc.stderr.read1(65536):
+            with self._lock:
+                self.err += chunk
+
+    def rows_done(self) -> int:
+        with self._lock:
+            counts = re.findall(rb"(\d+)/%d " % ROWS, self.err)
+        return int(counts[-1]) if counts else 0
+
+    def wait_for_rows(self, n: int, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.rows_done() < n:
+            assert self.proc.poll() is None, f"the build ended before {n} rows: {self.err.decode()[-2000:]}"
+            assert time.monotonic() < deadline, "no progress"
+            time.sleep(0.005)
+
+    def finish(self, timeout: float = 60.0) -> tuple[int, str]:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # our own session only
+            self.proc.wait()
+            pytest.fail("the build did not end")
+        self._reader.join(timeout=10)
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        return self.proc.returncode, self.err.decode("utf-8", "replace")
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid``, from /proc (no psutil)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def state(pid: int) -> str | None:
+    """'R', 'S', ... for a live process, 'Z' for a zombie, None when gone."""
+    try:
+        os.kill(pid, 0)
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (ProcessLookupError, FileNotFoundError):
+        return None
+
+
+def wait_gone(pids: list[int], allow_zombies: bool, timeout: float = 10.0) -> dict[int, str | None]:
+    deadline = time.monotonic() + timeout
+    while True:
+        states = {pid: state(pid) for pid in pids}
+        alive = {p: s for p, s in states.items() if s is not None and not (allow_zombies and s in ("Z", "X"))}
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def reference(big_source, tmp_path_factory) -> dict[str, bytes]:
+    out = tmp_path_factory.mktemp("reference")
+    build = Build(command(big_source, out, "--no-progress"))
+    rc, err = build.finish()
+    assert rc == 0, err
+    return {name: (out / name).read_bytes() for name in FINAL}
+
+
+def assert_same_as_reference(out: Path, reference: dict[str, bytes]) -> None:
+    for name in FINAL:
+        assert (out / name).read_bytes() == reference[name], name
+
+
+MOMENTS = {
+    "startup": lambda build: time.sleep(0.2),  # while Python imports and loads the tokenizer
+    "first-row": lambda build: build.wait_for_rows(1),  # workers running, rows being written
+    "half": lambda build: build.wait_for_rows(ROWS // 2),
+}
+
+
+@pytest.mark.parametrize("sig,moment", [
+    (signal.SIGINT, "first-row"),
+    (signal.SIGINT, "half"),
+    (signal.SIGTERM, "startup"),
+    (signal.SIGTERM, "first-row"),
+    (signal.SIGKILL, "first-row"),
+    (signal.SIGKILL, "half"),
+], ids=lambda v: v.name if isinstance(v, signal.Signals) else v)
+def test_killed_build_leaves_no_output_and_reruns_identically(sig, moment, big_source, reference, tmp_path):
+    out = tmp_path / "out"
+    build = Build(command(big_source, out))
+    MOMENTS[moment](build)
+    assert build.proc.poll() is None, "the build finished before it could be interrupted"
+    workers = children(build.proc.pid)
+    if moment != "startup":
+        assert len(workers) >= 2, workers
+    build.proc.send_signal(sig)
+    rc, err = build.finish()
+    assert rc != 0
+    names = sorted(p.name for p in out.iterdir()) if out.exists() else []
+    assert not set(FINAL) & set(names), names
+    if sig == signal.SIGKILL:
+        assert rc == -signal.SIGKILL
+        # workers die with their parent (this container's init does not reap orphans: zombies are dead)
+        assert wait_gone(workers, allow_zombies=True) == {}
+    else:
+        assert rc in (130, -sig), (rc, err)
+        assert "Traceback" not in err, err
+        assert not [n for n in names if n.endswith(".tmp")], names
+        assert wait_gone(workers, allow_zombies=False) == {}  # reaped by the parent before it exited
+        if rc == 130:
+            assert "interrupted; no output was written" in err
+    # the re-run (same command) cleans up whatever was left and writes the uninterrupted build's bytes
+    rerun = Build(command(big_source, out, "--no-progress"))
+    rc, err = rerun.finish()
+    assert rc == 0, err
+    assert_same_as_reference(out, reference)
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_two_builds_into_one_out_cannot_interleave(big_source, reference, tmp_path):
+    out = tmp_path / "out"
+    first = Build(command(big_source, out, workers=1))
+    first.wait_for_rows(1)
+    assert first.proc.poll() is None
+    for extra in ((), ("--overwrite",)):
+        second = subprocess.run(command(big_source, out, "--no-progress", *extra), cwd=REPO, env=ENV,
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert "Traceback" not in second.stderr
+        lines = [l for l in second.stderr.splitlines() if not l.startswith("sftpack: warning:")]
+        assert len(lines) == 1 and "another sftpack build is writing" in lines[0], second.stderr
+        assert second.stdout == ""
+    assert first.proc.poll() is None, "the first build ended while the second was refused: widen the window"
+    rc, err = first.finish()
+    assert rc == 0, err
+    assert_same_as_reference(out, reference)
