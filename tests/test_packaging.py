@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import json
-from importlib.metadata import PackageNotFoundError, distribution, files
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from sftpack.profiles import list_mask_rules, list_profiles, load_profile
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_profile_loads_and_names_a_known_rule():
@@ -18,15 +21,17 @@ def test_every_profile_loads_and_names_a_known_rule():
         assert profile.build_name.endswith("-tulu3-fixed8192-v1")
 
 
-def test_installed_distribution_ships_data_files():
-    try:
-        shipped = {str(f) for f in files("sftpack") or []}
-    except PackageNotFoundError:
-        pytest.skip("sftpack is not installed (running from a source checkout)")
-    direct = json.loads(distribution("sftpack").read_text("direct_url.json") or "{}")
-    if direct.get("dir_info", {}).get("editable"):
-        pytest.skip("editable install: files live in the checkout")
-    for needed in ("sftpack/masks/qwen3_5.yaml", "sftpack/masks/gemma4.yaml", "sftpack/masks/kimi_k25.yaml",
-                   "sftpack/configs/Qwen3.5-122B-A10B.yaml", "sftpack/configs/Kimi-K2.6.yaml",
-                   "sftpack/data/tulu3_sample.parquet", "pretokenized_sft_rollout.py"):
-        assert needed in shipped, needed
+def test_installed_package_ships_data_files(tmp_path):
+    # A fresh interpreter outside the checkout sees the installed package, not the source tree.
+    code = "import sftpack, pretokenized_sft_rollout as r; print(sftpack.__file__); print(r.__file__)"
+    run = subprocess.run([sys.executable, "-I", "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    if run.returncode != 0:
+        pytest.skip(f"sftpack is not installed in this interpreter: {run.stderr.strip().splitlines()[-1:]}")
+    package = Path(run.stdout.split()[0]).parent
+    if REPO in package.parents:
+        pytest.skip("editable install: the data files are the checkout's")
+    for needed in ("masks/qwen3_5.yaml", "masks/gemma4.yaml", "masks/kimi_k25.yaml", "configs/Qwen3.5-122B-A10B.yaml",
+                   "configs/Kimi-K2.6.yaml", "configs/Gemma-4-26B-A4B.yaml", "data/tulu3_sample.parquet"):
+        assert (package / needed).is_file(), needed
+    models = subprocess.run([sys.executable, "-I", "-m", "sftpack", "models"], cwd=tmp_path, capture_output=True, text=True)
+    assert models.returncode == 0 and "Qwen3.5-122B-A10B" in models.stdout
