@@ -4,7 +4,7 @@ Writes a full-size rows file (default 6,400 x 8,192) through ``sftpack.write.Row
 binary ``tokens``/``loss_mask`` columns, 64-row groups, zstd - with Zipf-distributed token ids (so it
 compresses like text, not like zeros), and beside it a baseline holding the same rows as ``list<int32>`` /
 ``list<uint8>`` columns. Each measurement runs in a fresh subprocess and reports wall time and peak RSS
-(``ru_maxrss``; "growth" = peak minus the RSS after imports):
+(``ru_maxrss``; "growth" = peak minus the RSS after imports; memory is the maximum over the runs):
 
 - slime loader: ``ParquetFile.iter_batches()`` + ``batch.to_pylist()`` over all columns, keeping
   ``row["messages"]`` and ``row["metadata"]`` in Sample-like objects (slime/utils/data.py);
@@ -185,8 +185,9 @@ def child_read_rows(path: str) -> dict:
 CHILDREN = {name[len("child_"):]: fn for name, fn in globals().items() if name.startswith("child_")}
 
 
-def run_child(kind: str, path: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", kind, str(path)], capture_output=True, text=True, check=True)
+def run_child(kind: str, path: Path, env: dict | None = None) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", kind, str(path)], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, **(env or {})))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -213,7 +214,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=6400)
     ap.add_argument("--row-tokens", type=int, default=8192)
-    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median time, max memory)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median time, max memory)")
     ap.add_argument("--dir", help="where to write the files (default: a temporary directory, removed after)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the list-column baseline (it needs several GB)")
     ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
@@ -228,22 +229,28 @@ def main() -> None:
         binary_path, list_path = write_files(directory, args.rows, args.row_tokens)
         print(f"wrote {args.rows} x {args.row_tokens} rows in {time.perf_counter() - start:.1f} s: "
               f"binary layout {binary_path.stat().st_size / 2**20:.0f} MiB, list baseline {list_path.stat().st_size / 2**20:.0f} MiB")
-        plan = [("slime loader", "slime", binary_path), ("miles loader (pandas)", "miles", binary_path)]
+        # pyarrow's default allocator (mimalloc) makes the loader's peak bimodal (~0.8 or ~1.05 GB, run to run);
+        # the system allocator keeps it at the low mode: measured as its own line.
+        system_pool = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+        plan = [("slime loader", "slime", binary_path, None),
+                ("slime loader, ARROW_DEFAULT_MEMORY_POOL=system", "slime", binary_path, system_pool),
+                ("miles loader (pandas)", "miles", binary_path, None)]
         if not args.no_baseline:
-            plan += [("slime loader, list baseline", "slime", list_path), ("miles loader, list baseline", "miles", list_path)]
-        plan += [("generate_rollout 128 consecutive", "rollout_consecutive", binary_path),
-                 ("generate_rollout 128 shuffled", "rollout_random", binary_path),
-                 ("sftpack.read_rows (all rows)", "read_rows", binary_path)]
+            plan += [("slime loader, list baseline", "slime", list_path, None),
+                     ("miles loader, list baseline", "miles", list_path, None)]
+        plan += [("generate_rollout 128 consecutive", "rollout_consecutive", binary_path, None),
+                 ("generate_rollout 128 shuffled", "rollout_random", binary_path, None),
+                 ("sftpack.read_rows (all rows)", "read_rows", binary_path, None)]
         results = {}
-        print(f"\n{'measurement (median of %d runs)' % args.repeat:<36} {'seconds':>8} {'CPU s':>7} {'peak RSS MB':>12} "
+        print(f"\n{'measurement (median of %d runs)' % args.repeat:<46} {'seconds':>8} {'CPU s':>7} {'peak RSS MB':>12} "
               f"{'growth MB':>10}  {'next batch s':>12}")
-        for label, kind, path in plan:
-            runs = [run_child(kind, path) for _ in range(args.repeat)]
+        for label, kind, path, env in plan:
+            runs = [run_child(kind, path, env) for _ in range(args.repeat)]
             r = {key: statistics.median(x[key] for x in runs) for key in ("seconds", "cpu_seconds")}
             r.update({key: max(x[key] for x in runs) for key in ("peak_mb", "growth_mb")})
             nxt = f"{statistics.median(x['next_seconds'] for x in runs):12.3f}" if "next_seconds" in runs[0] else ""
             results[label] = r
-            print(f"{label:<36} {r['seconds']:8.3f} {r['cpu_seconds']:7.3f} {r['peak_mb']:12.0f} {r['growth_mb']:10.0f}  {nxt}")
+            print(f"{label:<46} {r['seconds']:8.3f} {r['cpu_seconds']:7.3f} {r['peak_mb']:12.0f} {r['growth_mb']:10.0f}  {nxt}")
         if not args.no_baseline:
             for ours, base in (("slime loader", "slime loader, list baseline"), ("miles loader (pandas)", "miles loader, list baseline")):
                 o, b = results[ours], results[base]

@@ -91,7 +91,7 @@ def _binary_matrix(array: pa.Array, width: int, dtype, what: str) -> np.ndarray:
     data = array.buffers()[2]
     start = int(offsets[0]) if len(array) else 0
     flat = np.frombuffer(data, dtype=np.uint8)[start : start + width * len(array)]
-    return flat.view(dtype).reshape(len(array), -1)
+    return flat.view(dtype).reshape(len(array), width // np.dtype(dtype).itemsize)
 
 
 def read_rows(path: str | Path, rows: slice | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -101,9 +101,18 @@ def read_rows(path: str | Path, rows: slice | None = None) -> tuple[np.ndarray, 
     """
     pf = open_rows(path)
     width = row_tokens_of(pf)
-    table = pf.read(columns=["tokens", "loss_mask"])
-    if rows is not None:
-        table = table.slice(rows.start or 0, (rows.stop or table.num_rows) - (rows.start or 0))
+    if rows is None:
+        table = pf.read(columns=["tokens", "loss_mask"])
+    else:
+        start, stop, step = rows.indices(pf.metadata.num_rows)
+        if step != 1:
+            raise ValueError("read_rows: only contiguous slices")
+        # decode only the row groups that hold rows [start, stop)
+        bounds = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
+        groups = [g for g in range(pf.num_row_groups) if bounds[g] < stop and bounds[g + 1] > start]
+        table = pf.read_row_groups(groups, columns=["tokens", "loss_mask"]) if groups else pf.schema_arrow.empty_table().select(["tokens", "loss_mask"])
+        first = int(bounds[groups[0]]) if groups else 0
+        table = table.slice(start - first, max(0, stop - start))
     tokens = _binary_matrix(table.column("tokens"), 4 * width, "<i4", "tokens")
     mask = _binary_matrix(table.column("loss_mask"), width, np.uint8, "loss_mask")
     return tokens, mask
