@@ -166,3 +166,12 @@ def test_source_exhausted_is_an_input_error(tmp_path, source_file, capsys):
     assert code == 2
     assert "source exhausted after" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.parquet")) and not list(tmp_path.glob("*.yaml"))
+
+
+def test_read_rows_slices_match_full_read(built):
+    out, _ = built
+    path = out / f"{NAME}.parquet"
+    tokens, mask = read_rows(path)
+    for rows in (slice(0, 3), slice(5, 12), slice(11, None), slice(4, 4)):
+        t, m = read_rows(path, rows)
+        assert np.array_equal(t, tokens[rows]) and np.array_equal(m, mask[rows])
