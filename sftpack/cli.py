@@ -274,9 +274,9 @@ def _terminate(signum, frame):
 
 
 def main(argv=None) -> int:
-    signal.signal(signal.SIGTERM, _terminate)  # run cleanup (temporaries, lock) on SIGTERM as on Ctrl-C
-    args = make_parser().parse_args(argv)
-    try:
+    try:  # the handler is installed inside the try: a SIGTERM right after it is an interruption, never a traceback
+        signal.signal(signal.SIGTERM, _terminate)  # run cleanup (temporaries, lock) on SIGTERM as on Ctrl-C
+        args = make_parser().parse_args(argv)
         return args.func(args)
     except UsageError as e:
         print(f"sftpack: error: {e}", file=sys.stderr)

@@ -65,13 +65,16 @@ class Source:
 class TableSource(Source):
     """An Arrow table, in memory or memory-mapped."""
 
-    def __init__(self, table: pa.Table, info: SourceInfo):
+    def __init__(self, table: pa.Table, info: SourceInfo, maps: list | None = None):
         if "messages" not in table.column_names:
             raise UsageError(
                 f"source {info.dataset}: no `messages` column (columns: {', '.join(table.column_names)}); "
                 "expected Tulu 3's schema: id, messages [{role, content}], source"
             )
         self.info = info
+        # Memory maps behind the table: their pages are released whenever the process's RSS passes
+        # RELEASE_ABOVE_BYTES, so reading 65k random rows of a 3 GB source does not leave the whole file in RSS.
+        self._maps = maps or []
         self.columns = [table.column("messages").chunks]
         if "id" in table.column_names:
             self.columns.append(table.column("id").chunks)
@@ -111,6 +114,9 @@ class TableSource(Source):
             got_ids = self.columns[1][chunk].take(rows).to_pylist() if len(self.columns) > 1 else [None] * len(positions)
             for position, m, i in zip(positions, got, got_ids):
                 out[position] = (i, m)
+        if self._maps and _resident_bytes() > RELEASE_ABOVE_BYTES:
+            for mapped in self._maps:
+                mapped.release()
         return [(str(i) if i is not None else f"row-{k}", m) for (i, m), k in zip(out, indices.tolist())]
 
 
@@ -277,7 +283,8 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
                 raise UsageError(f"--source {spec}: a .json source must hold a list of rows")
             return ListSource(rows, info)
         if suffix == ".arrow":
-            return TableSource(_read_arrow(path), info)
+            table, mapped = _read_arrow(path)
+            return TableSource(table, info, [mapped])
     except UsageError:
         raise
     except (OSError, ValueError, pa.ArrowException) as e:
@@ -285,13 +292,44 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
     raise UsageError(f"--source {spec}: unsupported file type (use .parquet, .jsonl, .json, .arrow or a directory)")
 
 
-def _read_arrow(path: Path) -> pa.Table:
-    source = pa.memory_map(str(path), "r")
+RELEASE_ABOVE_BYTES = 768 << 20  # hand mapped source pages back once the process holds this much
+
+
+def _resident_bytes() -> int:
     try:
-        return pa.ipc.open_file(source).read_all()
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * mmap.PAGESIZE
+    except (OSError, ValueError, IndexError):
+        return RELEASE_ABOVE_BYTES + 1  # unknown: release every time (correct, a little slower)
+
+
+class _MappedFile:
+    """A read-only memory map whose pages the reader can hand back to the kernel (see ``TableSource.take``)."""
+
+    def __init__(self, path: Path):
+        with open(path, "rb") as f:
+            self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def release(self) -> None:
+        if hasattr(mmap, "MADV_DONTNEED"):
+            self.map.madvise(mmap.MADV_DONTNEED)  # drops the pages from our RSS; they stay in the page cache
+
+
+def _read_arrow(path: Path) -> tuple[pa.Table, _MappedFile]:
+    """An Arrow IPC file (or stream: the `datasets` cache format) as a zero-copy table over a memory map."""
+    mapped = _MappedFile(path)
+    buffer = pa.py_buffer(mapped.map)
+    try:
+        table = pa.ipc.open_file(pa.BufferReader(buffer)).read_all()
     except pa.ArrowInvalid:
-        source.seek(0)
-        return pa.ipc.open_stream(source).read_all()  # the `datasets` cache format
+        table = pa.ipc.open_stream(pa.BufferReader(buffer)).read_all()
+    return table, mapped
+
+
+def _read_arrow_files(paths: list) -> TableSource:
+    tables, maps = zip(*(_read_arrow(Path(p)) for p in paths))
+    table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+    return table, list(maps)
 
 
 def _open_parquet(paths: list[Path], info: SourceInfo) -> Source:
@@ -301,7 +339,8 @@ def _open_parquet(paths: list[Path], info: SourceInfo) -> Source:
     import datasets
 
     ds = datasets.load_dataset("parquet", data_files=[str(p) for p in paths], split="train")
-    return TableSource(ds.data.table, info)
+    table, maps = _read_arrow_files([f["filename"] for f in ds.cache_files])
+    return TableSource(table, info, maps)
 
 
 def _open_hub(revision: str) -> Source:
@@ -318,7 +357,8 @@ def _open_hub(revision: str) -> Source:
         ds = datasets.load_dataset(TULU_REPO, revision=revision, split="train")
     except Exception as e:
         raise UsageError(f"--source hub: loading {TULU_REPO}@{revision} failed ({e})") from None
-    return TableSource(ds.data.table, SourceInfo(TULU_REPO, "hub", revision))
+    table, maps = _read_arrow_files([f["filename"] for f in ds.cache_files])
+    return TableSource(table, SourceInfo(TULU_REPO, "hub", revision), maps)
 
 
 def source_from_rows(rows: list[dict], name: str = "in-memory rows") -> Source:

@@ -51,12 +51,26 @@ def command(source: Path, out: Path, *extra: str, workers: int = 2) -> list[str]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
 
 
+_STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def no_build_left_running():
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:  # a failed test: stop the build we started (its own session), workers included
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 class Build:
     """A build subprocess whose stderr (progress bar included) is collected by a thread."""
 
     def __init__(self, argv: list[str]):
         self.proc = subprocess.Popen(argv, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True)
+        _STARTED.append(self.proc)
         self.err = b""
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -86,10 +100,12 @@ class Build:
             os.killpg(self.proc.pid, signal.SIGKILL)  # our own session only
             self.proc.wait()
             pytest.fail("the build did not end")
-        self._reader.join(timeout=10)
-        self.proc.stdout.close()
-        self.proc.stderr.close()
-        return self.proc.returncode, self.err.decode("utf-8", "replace")
+        self._reader.join(timeout=5)
+        if not self._reader.is_alive():  # else a lingering worker still holds the pipe: closing it would block
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+        with self._lock:
+            return self.proc.returncode, self.err.decode("utf-8", "replace")
 
 
 def children(pid: int) -> list[int]:
@@ -164,6 +180,21 @@ def test_killed_build_leaves_no_output_and_reruns_identically(sig, moment, big_s
     if moment == "first-row":
         assert len(workers) >= 2, workers
     build.proc.send_signal(sig)
+    try:
+        check_interrupted(build, sig, workers, out)
+    finally:
+        for pid in workers:  # never leave a process of ours behind, even when the test fails
+            if state(pid) not in (None, "Z", "X"):
+                os.kill(pid, signal.SIGKILL)
+    # the re-run (same command) cleans up whatever was left and writes the uninterrupted build's bytes
+    rerun = Build(command(big_source, out, "--no-progress"))
+    rc, err = rerun.finish()
+    assert rc == 0, err
+    assert_same_as_reference(out, reference)
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def check_interrupted(build: Build, sig: signal.Signals, workers: list[int], out: Path) -> None:
     rc, err = build.finish()
     assert rc != 0
     names = sorted(p.name for p in out.iterdir()) if out.exists() else []
@@ -179,12 +210,6 @@ def test_killed_build_leaves_no_output_and_reruns_identically(sig, moment, big_s
         assert wait_gone(workers, allow_zombies=False) == {}  # reaped by the parent before it exited
         if rc == 130:
             assert "interrupted; no output was written" in err
-    # the re-run (same command) cleans up whatever was left and writes the uninterrupted build's bytes
-    rerun = Build(command(big_source, out, "--no-progress"))
-    rc, err = rerun.finish()
-    assert rc == 0, err
-    assert_same_as_reference(out, reference)
-    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_two_builds_into_one_out_cannot_interleave(big_source, reference, tmp_path):
