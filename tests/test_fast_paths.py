@@ -127,3 +127,19 @@ def test_zero_copy_arrow_reads_equal_pyarrow(tmp_path):
     from sftpack.source import SourceInfo, TableSource
 
     assert TableSource(nulls, SourceInfo("t", "memory")).take([1, 0]) == [("row-1", None), ("x", [{"content": "a", "role": "user"}])]
+
+
+def test_memory_mapped_arrow_source_survives_page_release(tmp_path, monkeypatch):
+    import pyarrow as pa
+
+    import sftpack.source as source_module
+    from sftpack.synthetic import write_synthetic_arrow
+
+    path = tmp_path / "src.arrow"
+    write_synthetic_arrow(path, 500, seed=4)
+    monkeypatch.setattr(source_module, "RELEASE_ABOVE_BYTES", 0)  # release the mapped pages after every take
+    source = open_source(str(path))
+    indices = permutation(len(source), 9)
+    expected = pa.ipc.open_file(pa.memory_map(str(path))).read_all().take(pa.array(indices)).select(["id", "messages"]).to_pylist()
+    got = [row for start in range(0, 500, 64) for row in source.take(indices[start : start + 64])]
+    assert got == [(r["id"], r["messages"]) for r in expected]

@@ -1,7 +1,8 @@
 """Issue 7, faults: a real ``python -m sftpack build`` killed at different moments (SIGINT, SIGTERM, SIGKILL)
 leaves neither final name (SPEC rule 9); SIGINT/SIGTERM also leave no temporaries, exit non-zero and take their
 worker processes along; a re-run gives the bytes of an uninterrupted build; two builds into one ``--out`` cannot
-interleave."""
+interleave. The build is frozen (SIGSTOP) at the chosen moment and the signal delivered there, so the tests do
+not depend on the machine's speed."""
 
 from __future__ import annotations
 
@@ -175,11 +176,15 @@ def test_killed_build_leaves_no_output_and_reruns_identically(sig, moment, big_s
     out = tmp_path / "out"
     build = Build(command(big_source, out))
     MOMENTS[moment](build)
+    # Freeze the build (workers included) at this moment, so that a slow machine cannot let it finish first; the
+    # signal is then delivered exactly where it stopped.
+    os.killpg(build.proc.pid, signal.SIGSTOP)
     assert build.proc.poll() is None, "the build finished before it could be interrupted"
     workers = children(build.proc.pid)
     if moment == "first-row":
         assert len(workers) >= 2, workers
     build.proc.send_signal(sig)
+    os.killpg(build.proc.pid, signal.SIGCONT)
     try:
         check_interrupted(build, sig, workers, out)
     finally:
@@ -214,8 +219,9 @@ def check_interrupted(build: Build, sig: signal.Signals, workers: list[int], out
 
 def test_two_builds_into_one_out_cannot_interleave(big_source, reference, tmp_path):
     out = tmp_path / "out"
-    first = Build(command(big_source, out, workers=1))
+    first = Build(command(big_source, out))
     first.wait_for_rows(1)
+    os.killpg(first.proc.pid, signal.SIGSTOP)  # hold it mid-build (lock taken, rows being written)
     assert first.proc.poll() is None
     for extra in ((), ("--overwrite",)):
         second = subprocess.run(command(big_source, out, "--no-progress", *extra), cwd=REPO, env=ENV,
@@ -225,7 +231,8 @@ def test_two_builds_into_one_out_cannot_interleave(big_source, reference, tmp_pa
         lines = [l for l in second.stderr.splitlines() if not l.startswith("sftpack: warning:")]
         assert len(lines) == 1 and "another sftpack build is writing" in lines[0], second.stderr
         assert second.stdout == ""
-    assert first.proc.poll() is None, "the first build ended while the second was refused: widen the window"
+    assert first.proc.poll() is None
+    os.killpg(first.proc.pid, signal.SIGCONT)
     rc, err = first.finish()
     assert rc == 0, err
     assert_same_as_reference(out, reference)
