@@ -210,9 +210,12 @@ def build(config: BuildConfig) -> dict:
     name = config.name or profile.build_name
     outputs = OutputFiles(config.out, name, config.overwrite)
     with outputs:  # check the output directory before the slow steps
+        # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
+        # is only downloaded once the tokenizer has passed its pin checks.
+        source = open_source(config.source, revision=config.dataset_revision) if config.source != "hub" else None
         vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
         encoder = make_encoder(profile, vocab)
-        source = open_source(config.source, revision=config.dataset_revision)
+        source = source or open_source(config.source, revision=config.dataset_revision)
         order = permutation(len(source), seed)
         walk, packed = WalkStats(), PackStats()
         writer = RowWriter(outputs.tmp_parquet, row_tokens, name)
@@ -249,7 +252,8 @@ def build_record(profile: Profile, vocab, encoder, source, name, rows, row_token
                  parquet_sha256, parquet_bytes, config) -> dict:
     """The build record: the recipe's ``workload.dataset.build`` fields first, then exact counts."""
     info = vocab.info
-    pinned = bool(info.pins) and all(state == "match" for state in info.pins.values()) and info.source == "hub"
+    tokenizer_pinned = bool(info.pins) and all(state == "match" for state in info.pins.values()) and info.source == "hub"
+    dataset_pinned = source.info.location == "hub" and source.info.revision == TULU_REVISION
     total = rows * row_tokens
     files = "; ".join(f"{f} sha256 {h}" for f, h in info.files.items())
     return {
@@ -289,7 +293,9 @@ def build_record(profile: Profile, vocab, encoder, source, name, rows, row_token
         "tokenizer_files": dict(info.files),
         "tokenizer_source": info.source,
         "pins": dict(info.pins),
-        "pinned": pinned,
+        "pinned": tokenizer_pinned and dataset_pinned,  # the recipe's exact inputs: pinned tokenizer files and dataset
+        "tokenizer_pinned": tokenizer_pinned,
+        "dataset_pinned": dataset_pinned,
         "eos_token": vocab.eos_token,
         "eos_token_id": int(vocab.eos_id),
         "renderer": encoder.renderer_description,

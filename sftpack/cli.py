@@ -31,7 +31,7 @@ def _add_build(sub) -> None:
     p.add_argument("--seed", type=int, help="permutation seed (default: the profile's, 42)")
     p.add_argument("--out", default=".", help="output directory (default: .)")
     p.add_argument("--name", help="output name (default: the profile's build name)")
-    p.add_argument("--workers", type=int, help="encoding processes (default: all cores); output is identical for any value")
+    p.add_argument("--workers", type=int, help="encoding processes (default or 0: all cores); output is identical for any value")
     p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
     p.add_argument("--strict", action="store_true", help="stop at the first malformed conversation (exit 2) instead of skipping it")
     p.add_argument("--allow-unpinned", action="store_true", help="build even if hub files or the dataset revision do not match the pins")

@@ -188,7 +188,8 @@ class JsonLinesSource(Source):
         self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         data = np.frombuffer(self._map, dtype=np.uint8) if size else np.zeros(0, np.uint8)
         newlines = np.flatnonzero(data == 10)
-        starts = np.concatenate(([0], newlines + 1))
+        bom = 3 if size >= 3 and self._map[:3] == b"\xef\xbb\xbf" else 0  # a UTF-8 byte-order mark is not JSON
+        starts = np.concatenate(([bom], newlines + 1))
         ends = np.concatenate((newlines, [size]))
         keep = ends > starts  # blank lines are not rows
         self.starts, self.ends = starts[keep], ends[keep]

@@ -295,7 +295,14 @@ def _pinned_check(declared: dict, record: dict | None) -> Check:
                      "unknown: no build record of these rows says which tokenizer files built them")
     pins = src.get("pins") or {}
     detail = ", ".join(f"{f} {state}" for f, state in pins.items()) or "no pins"
-    state = "built from the pinned tokenizer files" if src["pinned"] else "NOT built from the pinned tokenizer files"
+    tokenizer_pinned = src.get("tokenizer_pinned", src["pinned"])
+    dataset = src.get("dataset") or {}
+    if src["pinned"]:
+        state = "built from the pinned tokenizer files and the pinned dataset revision"
+    elif tokenizer_pinned:
+        state = f"built from the pinned tokenizer files but NOT the pinned dataset (source {dataset.get('source')}, revision {dataset.get('revision')})"
+    else:
+        state = "NOT built from the pinned tokenizer files"
     return Check("pinned", declared.get("pinned"), src["pinned"] if src is record else None, None,
                  f"{where}: {state} (tokenizer {src.get('tokenizer_source', 'source unknown')}; {detail})")
 

@@ -11,6 +11,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -79,10 +80,15 @@ class OutputFiles:
             f.write(dump_record(record))
             f.flush()
             os.fsync(f.fileno())
-        if self.overwrite and self.record.exists():
-            self.record.unlink()  # an old record must never describe the new parquet
-        os.replace(self.tmp_parquet, self.parquet)
-        os.replace(self.tmp_record, self.record)
+        # No Ctrl-C/SIGTERM between the two renames: the parquet must never be left without its record.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        try:
+            if self.overwrite and self.record.exists():
+                self.record.unlink()  # an old record must never describe the new parquet
+            os.replace(self.tmp_parquet, self.parquet)
+            os.replace(self.tmp_record, self.record)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def _release(self) -> None:
         if self._lock is not None:

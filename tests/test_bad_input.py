@@ -801,3 +801,12 @@ def test_real_subprocess_one_line_no_traceback(tmp_path, small_source):
     assert done.returncode == 2 and done.stdout == ""
     assert_one_error_line(done.stderr, "broken.parquet", "cannot read it")
     assert_no_output(tmp_path / "o")
+
+
+def test_jsonl_with_a_utf8_byte_order_mark_keeps_its_first_row(tmp_path):
+    from sftpack.source import open_source
+
+    path = tmp_path / "bom.jsonl"
+    row = '{"id": "first", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}\n'
+    path.write_bytes(b"\xef\xbb\xbf" + row.encode() + row.replace("first", "second").encode())
+    assert [conv_id for conv_id, _ in open_source(str(path)).take([0, 1])] == ["first", "second"]

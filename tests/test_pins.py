@@ -191,8 +191,10 @@ def test_hub_files_matching_the_pins_build_a_pinned_record(hub, source, tmp_path
     assert rc == 0, err
     assert warnings(err) == []
     rec = record(out)
-    assert rec["pins"] == {"tokenizer.json": "match"} and rec["pinned"] is True
+    assert rec["pins"] == {"tokenizer.json": "match"} and rec["tokenizer_pinned"] is True
     assert rec["tokenizer_source"] == "hub"
+    # a local source is not the pinned dataset: the build as a whole is not the recipe's
+    assert rec["dataset_pinned"] is False and rec["pinned"] is False
 
 
 def test_a_pinned_file_missing_on_the_hub_is_refused(hub, source, tmp_path, capsys):
@@ -235,6 +237,7 @@ def test_dataset_revisions_are_recorded(hub, tmp_path, capsys, monkeypatch):
     rec = record(tmp_path / "other")
     # what verify needs to tell this build from the pinned one: the revision it was built from
     assert rec["dataset"]["source"] == TULU_REPO and rec["dataset"]["revision"] == other
+    assert rec["tokenizer_pinned"] is True and rec["dataset_pinned"] is False and rec["pinned"] is False
 
 
 def test_hub_unreachable_for_a_profile_without_offline_tokenizer(source, tmp_path, capsys, monkeypatch):
