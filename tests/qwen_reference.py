@@ -70,3 +70,33 @@ def slime_qwen3_5_mask(tokenizer, messages: list) -> tuple[list[int], list[int]]
             char_mask[i] = 1
     mask = [1 if e > s and any(char_mask[s:e]) else 0 for s, e in enc["offset_mapping"]]
     return enc["input_ids"], mask
+
+
+def is_tool_response(content: str) -> bool:
+    content = content.strip()
+    return content.startswith("<tool_response>") and content.endswith("</tool_response>")
+
+
+def qwen_by_hand(messages: list) -> tuple[str, list[tuple[int, int]]]:
+    """The official Qwen3.5 template written out by hand (no ``</think>`` in assistant content): trimmed contents;
+    assistant turns after the last user message that is not a bare tool response open with an empty think block;
+    an assistant turn with ``step_loss_mask`` absent or 1 is supervised from after its header (and after
+    ``<think>\\n``) through ``<|im_end|>\\n``."""
+    last_query = max(i for i, m in enumerate(messages) if m["role"] == "user" and not is_tool_response(m["content"]))
+    text, spans = "", []
+    for i, m in enumerate(messages):
+        content = m["content"].strip()
+        if m["role"] != "assistant":
+            text += f"<|im_start|>{m['role']}\n{content}<|im_end|>\n"
+            continue
+        text += "<|im_start|>assistant\n"
+        if i > last_query:
+            text += "<think>\n"
+            start = len(text)
+            text += f"\n</think>\n\n{content}<|im_end|>\n"
+        else:
+            start = len(text)
+            text += f"{content}<|im_end|>\n"
+        if m.get("step_loss_mask", 1) == 1:
+            spans.append((start, len(text)))
+    return text, spans

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from qwen_reference import qwen_by_hand
 from sftpack.cli import main
 from sftpack.conversation import SKIP_REASONS, Skip
 from sftpack.encode import encode_conversation, make_encoder
@@ -85,31 +86,6 @@ def offline_and_cached(qwen_vocab):
         mp.setattr(build_module, "load_vocab", cached)
         yield
     signal.signal(signal.SIGTERM, handler)
-
-
-def qwen_by_hand(messages: list) -> tuple[str, list[tuple[int, int]]]:
-    """Text and supervised character spans of the official Qwen3.5 template, written out by hand, for an optional
-    first system message then user/assistant messages (no bare tool responses, no ``</think>`` in assistant
-    content). Contents are trimmed; assistant turns after the last user message open with an empty think block;
-    supervision runs from after ``<|im_start|>assistant\\n`` (and a following ``<think>\\n``) through
-    ``<|im_end|>\\n`` (SPEC rule 4)."""
-    last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-    text, spans = "", []
-    for i, m in enumerate(messages):
-        content = m["content"].strip()
-        if m["role"] != "assistant":
-            text += f"<|im_start|>{m['role']}\n{content}<|im_end|>\n"
-            continue
-        text += "<|im_start|>assistant\n"
-        if i > last_user:
-            text += "<think>\n"
-            start = len(text)
-            text += f"\n</think>\n\n{content}<|im_end|>\n"
-        else:
-            start = len(text)
-            text += f"{content}<|im_end|>\n"
-        spans.append((start, len(text)))
-    return text, spans
 
 
 def reference_encoding(tok, text: str, spans) -> tuple[list[int], list[int]]:
