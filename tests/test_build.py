@@ -175,3 +175,22 @@ def test_read_rows_slices_match_full_read(built):
     for rows in (slice(0, 3), slice(5, 12), slice(11, None), slice(4, 4)):
         t, m = read_rows(path, rows)
         assert np.array_equal(t, tokens[rows]) and np.array_equal(m, mask[rows])
+
+
+def test_done_when_sample_build_64_rows(tmp_path, capsys):
+    """Issue 2's acceptance: 64 rows of 8,192 tokens from the bundled sample, offline; `sftpack hash` agrees with
+    the record; two runs and --workers 1 vs 2 give byte-identical parquet."""
+    outs = []
+    for run, workers in (("a", "2"), ("b", "2"), ("c", "1")):
+        out = tmp_path / run
+        assert main(["build", "--model", MODEL, "--source", "sample", "--rows", "64", "--out", str(out),
+                     "--workers", workers, "--no-progress"]) == 0
+        outs.append(out)
+    capsys.readouterr()
+    tokens, mask = read_rows(outs[0] / f"{NAME}.parquet")
+    assert tokens.shape == (64, 8192) and mask.shape == (64, 8192)
+    record = yaml.safe_load((outs[0] / f"{NAME}.build.yaml").read_text())
+    assert main(["hash", str(outs[0] / f"{NAME}.parquet")]) == 0
+    assert capsys.readouterr().out.split()[0] == record["rows_sha256"]
+    first = (outs[0] / f"{NAME}.parquet").read_bytes()
+    assert all((o / f"{NAME}.parquet").read_bytes() == first for o in outs[1:])
