@@ -63,7 +63,7 @@ def run_build(source: Path, rows: int, workers: int, out: Path) -> tuple[float, 
 
 def consumed_texts(source: Path, record: dict) -> list[str]:
     """The rendered text of every conversation the build tokenized (kept ones, in order)."""
-    from sftpack.build import permutation
+    from sftpack.pipeline import permutation
     from sftpack.conversation import Skip, check_messages
     from sftpack.render.qwen3_5 import render
     from sftpack.source import open_source

@@ -1,11 +1,11 @@
 """sftpack: build, verify and feed the fixed-length packed SFT rows that verified training recipes are measured on.
 
 Pipeline (one module per step): ``source`` (read) -> ``conversation`` (check) -> ``render`` -> ``mask`` ->
-``vocab`` (tokenize) -> ``pack`` -> ``write``; ``build`` runs it, ``rows`` hashes and reads the result.
+``vocab`` (tokenize) -> ``pack`` -> ``write``; ``pipeline`` runs them (``sftpack.build``), ``rows`` hashes and reads the result.
 """
 
-from .build import BuildConfig, build, permutation
+from .pipeline import BuildConfig, build, permutation
 from .encode import encode_conversation
-from .rows import hash_rows, read_rows, rows_sha256_of
+from .rows import hash_rows, read_provenance, read_rows, rows_sha256_of
 
-__all__ = ["BuildConfig", "build", "encode_conversation", "hash_rows", "permutation", "read_rows", "rows_sha256_of"]
+__all__ = ["BuildConfig", "build", "encode_conversation", "hash_rows", "permutation", "read_provenance", "read_rows", "rows_sha256_of"]

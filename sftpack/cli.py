@@ -41,7 +41,7 @@ def _add_build(sub) -> None:
 
 
 def cmd_build(args) -> int:
-    from .build import BuildConfig, build
+    from .pipeline import BuildConfig, build
     from .profiles import TULU_REVISION
 
     record = build(BuildConfig(

@@ -227,7 +227,7 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
     figures = hash_rows(parquet)  # NotSftpackRows (exit 2) for a parquet that is not sftpack rows
     sha, size = file_sha256(parquet)
     meta = open_rows(parquet).schema_arrow.metadata or {}
-    build_name = meta.get(b"sftpack.build")
+    build_name = meta.get(b"sftpack.pipeline")
     rows, width, supervised = figures["rows"], figures["row_tokens"], figures["supervised_tokens"]
     record, record_note = _load_record_beside(parquet, declared, figures["rows_sha256"])
     checks: list[Check] = []
@@ -311,7 +311,7 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
                    workers: int | None = None, progress: bool | None = None, keep: str | Path | None = None) -> list[Check]:
     """Build the rows ``declared`` describes into a temporary directory (or ``keep``) and verify them, including
     the tokenizer files used against the sha256s in the declaration."""
-    from .build import BuildConfig, build
+    from .pipeline import BuildConfig, build
     from .profiles import TULU_REPO, TULU_REVISION
 
     model = declared.get("model")

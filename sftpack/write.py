@@ -108,7 +108,7 @@ class RowWriter:
         self.path = path
         self.build_name = build_name
         schema = SCHEMA.with_metadata(
-            {"sftpack.format": FORMAT_VERSION, "sftpack.row_tokens": str(row_tokens), "sftpack.build": build_name}
+            {"sftpack.format": FORMAT_VERSION, "sftpack.row_tokens": str(row_tokens), "sftpack.pipeline": build_name}
         )
         self._writer = pq.ParquetWriter(str(path), schema, **WRITER_OPTIONS)
         self._schema = schema

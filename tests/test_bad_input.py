@@ -13,7 +13,6 @@ formula, ``numpy.random.default_rng(seed).permutation(n)``.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -37,7 +36,7 @@ from sftpack.encode import encode_conversation, make_encoder
 from sftpack.profiles import load_profile
 from sftpack.vocab_loading import load_vocab
 
-build_module = importlib.import_module("sftpack.build")  # the module (sftpack.build is also the function)
+from sftpack import pipeline  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "Qwen3.5-122B-A10B"
@@ -73,7 +72,7 @@ def reference_tokenizer():
 def offline_and_cached(qwen_vocab):
     """No hub probing; the (real, offline) vocabulary is loaded once instead of once per build; the SIGTERM
     handler that ``cli.main`` installs is put back afterwards."""
-    real = build_module.load_vocab
+    real = pipeline.load_vocab
 
     def cached(profile, tokenizer=None, **kwargs):
         if profile.model == MODEL and tokenizer is None:
@@ -83,7 +82,7 @@ def offline_and_cached(qwen_vocab):
     handler = signal.getsignal(signal.SIGTERM)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(build_module, "load_vocab", cached)
+        mp.setattr(pipeline, "load_vocab", cached)
         yield
     signal.signal(signal.SIGTERM, handler)
 

@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 
 from qwen_reference import slime_qwen3_5_mask
-import importlib
 
-build_module = importlib.import_module("sftpack.build")  # the module (sftpack.build is also the function)
-from sftpack.build import encode_chunk, permutation
+from sftpack import pipeline  # noqa: E402
+from sftpack.pipeline import encode_chunk, permutation
 from sftpack.encode import make_encoder
 from sftpack.profiles import load_profile
 from sftpack.source import open_source
@@ -27,7 +26,7 @@ def encoder(offline_qwen):
 
 
 def _chunk(encoder, source, indices):
-    build_module._ENCODER, build_module._SOURCE = encoder, source
+    pipeline._ENCODER, pipeline._SOURCE = encoder, source
     return encode_chunk(np.asarray(indices))
 
 

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from sftpack.build import BuildConfig, build
+from sftpack.pipeline import BuildConfig, build
 from sftpack.cli import main
 from sftpack.errors import UsageError
 from sftpack.pack import Piece, Row

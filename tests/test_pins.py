@@ -25,7 +25,7 @@ from small_vocabs import kimi_test_files
 from sftpack.cli import main
 from sftpack.profiles import TULU_REPO, TULU_REVISION, load_profile
 
-build_module = importlib.import_module("sftpack.build")  # the module (sftpack.build is also the function)
+from sftpack import pipeline  # noqa: E402
 vocab_loading = importlib.import_module("sftpack.vocab_loading")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -119,8 +119,8 @@ def pin_profile(monkeypatch, model: str, **pins) -> None:
     """Make the build see ``model``'s profile with these pins (file name -> sha256)."""
     profile = load_profile(model)
     patched = dataclasses.replace(profile, pins={**profile.pins, **pins})
-    real = build_module.load_profile
-    monkeypatch.setattr(build_module, "load_profile", lambda m: patched if m == model else real(m))
+    real = pipeline.load_profile
+    monkeypatch.setattr(pipeline, "load_profile", lambda m: patched if m == model else real(m))
 
 
 def build(argv_tail, out, capsys, model=QWEN, source="sample"):

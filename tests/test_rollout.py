@@ -26,7 +26,7 @@ import yaml
 
 import pretokenized_sft_rollout
 from sftpack import read_rows
-from sftpack.build import BuildConfig, build
+from sftpack.pipeline import BuildConfig, build
 from sftpack.pack import Piece, Row
 from sftpack.rollout import RolloutError, RowSource, generate_rollout, row_source
 from sftpack.write import RowWriter
