@@ -8,6 +8,7 @@ call per chunk, masks from token byte lengths, zero-copy Arrow reads, worker pro
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from qwen_reference import slime_qwen3_5_mask
@@ -142,3 +143,25 @@ def test_memory_mapped_arrow_source_survives_page_release(tmp_path, monkeypatch)
     expected = pa.ipc.open_file(pa.memory_map(str(path))).read_all().take(pa.array(indices)).select(["id", "messages"]).to_pylist()
     got = [row for start in range(0, 500, 64) for row in source.take(indices[start : start + 64])]
     assert got == [(r["id"], r["messages"]) for r in expected]
+
+
+def test_large_parquet_goes_through_the_datasets_arrow_cache(tmp_path, monkeypatch):
+    """Parquet sources above IN_MEMORY_PARQUET_BYTES are memory-mapped through `datasets`' Arrow cache (the
+    full Tulu mixture does not fit the memory budget); the rows read are the same."""
+    import pyarrow.parquet as pq
+
+    import sftpack.source as source_module
+    from sftpack.synthetic import write_synthetic_parquet
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    write_synthetic_parquet(shards / "train-00000.parquet", 300, seed=5)
+    write_synthetic_parquet(shards / "train-00001.parquet", 200, seed=6)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setattr(source_module, "IN_MEMORY_PARQUET_BYTES", 0)
+    source = open_source(str(shards))
+    assert source._maps  # backed by memory-mapped cache files
+    table = pa.concat_tables([pq.read_table(p) for p in sorted(shards.glob("*.parquet"))])
+    indices = permutation(500, 2)[:200]
+    expected = table.take(pa.array(indices)).select(["id", "messages"]).to_pylist()
+    assert source.take(indices) == [(r["id"], r["messages"]) for r in expected]
