@@ -42,12 +42,11 @@ def _add_build(sub) -> None:
 
 def cmd_build(args) -> int:
     from .pipeline import BuildConfig, build
-    from .profiles import TULU_REVISION
 
     record = build(BuildConfig(
         model=args.model, source=args.source, tokenizer=args.tokenizer, rows=args.rows, row_tokens=args.row_tokens,
         seed=args.seed, out=args.out, name=args.name, workers=args.workers, overwrite=args.overwrite,
-        strict=args.strict, allow_unpinned=args.allow_unpinned, dataset_revision=args.dataset_revision or TULU_REVISION,
+        strict=args.strict, allow_unpinned=args.allow_unpinned, dataset_revision=args.dataset_revision,
         progress=not args.no_progress,
     ))
     print(summary(record, args.out))
@@ -285,7 +284,7 @@ def main(argv=None) -> int:
         print(f"sftpack: check failed: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("sftpack: interrupted; no output was written", file=sys.stderr)
+        print("sftpack: interrupted (a build writes its outputs only when it completes)", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

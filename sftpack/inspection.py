@@ -33,7 +33,7 @@ def _record_beside(path: Path) -> dict:
 
 
 def _build_name(pf) -> str | None:
-    value = (pf.schema_arrow.metadata or {}).get(b"sftpack.pipeline")
+    value = (pf.schema_arrow.metadata or {}).get(b"sftpack.build")
     return value.decode() if value else None
 
 

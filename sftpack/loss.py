@@ -125,6 +125,10 @@ def load_model(name: str, revision: str | None, device: str, dtype: str, trust_r
     torch = torch_or_usage_error()
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(DTYPES)}")
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"--device {device!r} is not a torch device (cpu, cuda, cuda:1, ...)") from None
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"--device {device}: CUDA is not available to this torch ({torch.__version__}); use --device cpu")
     from transformers import AutoModelForCausalLM

@@ -28,8 +28,10 @@ from .pack import PackStats, pack
 from .profiles import TULU_REPO, TULU_REVISION, Profile, load_profile
 from .source import RowError, Source, open_source
 from .vocab_loading import load_vocab
-from .write import OutputFiles, RowWriter
+from .write import OutputFiles, Ratio, RowWriter
 
+MAX_ROW_TOKENS = 1 << 24  # provenance offsets are int32; a 16M-token row is already far past any trainer
+MAX_WORKERS = 256
 CHUNK = 128  # conversations per task: small enough that little work is wasted when the rows are complete
 
 # Control text of every family: content holding any of it is counted (it cannot move supervision).
@@ -40,7 +42,7 @@ CONTROL_TEXT = ("<|im_start|>", "<|im_end|>", "<|turn>", "<turn|>", "<|im_assist
 @dataclass
 class BuildConfig:
     model: str
-    source: str = "sample"
+    source: str = "hub"
     tokenizer: str | None = None
     rows: int | None = None
     row_tokens: int | None = None
@@ -51,7 +53,7 @@ class BuildConfig:
     overwrite: bool = False
     strict: bool = False
     allow_unpinned: bool = False
-    dataset_revision: str = TULU_REVISION
+    dataset_revision: str | None = None  # None: the pinned Tulu 3 revision (--source hub only)
     progress: bool = True
 
 
@@ -181,6 +183,14 @@ def _worker_init(parent: int) -> None:
             os._exit(1)
 
 
+def _usable_cores() -> int:
+    # the CPUs this process may run on (a container's limit), not every CPU of the host
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def permutation(n: int, seed: int) -> np.ndarray:
     """The order of source rows: ``numpy.random.default_rng(seed).permutation(n)`` (SPEC rule 1), which is
     the order of ``datasets.Dataset.shuffle(seed=seed)``."""
@@ -199,10 +209,19 @@ def build(config: BuildConfig) -> dict:
         raise UsageError(f"--row-tokens must be at least 2: position 0 is never a target (got {row_tokens})")
     if seed < 0:
         raise UsageError(f"--seed must be a non-negative integer (got {seed})")  # numpy's default_rng refuses it
-    workers = config.workers or os.cpu_count() or 1
+    workers = config.workers or _usable_cores()
     if workers < 1:
         raise UsageError(f"--workers must be at least 1 (got {workers})")
-    if config.dataset_revision != TULU_REVISION and not config.allow_unpinned:
+    if row_tokens > MAX_ROW_TOKENS:
+        raise UsageError(f"--row-tokens must be at most {MAX_ROW_TOKENS:,} (got {row_tokens:,})")
+    if workers > MAX_WORKERS:
+        raise UsageError(f"--workers must be at most {MAX_WORKERS} (got {workers})")
+    if config.name is not None and (not config.name or "/" in config.name or config.name.startswith(".")):
+        raise UsageError(f"--name {config.name!r}: a plain file name is needed (no '/', not empty, not starting with '.')")
+    if config.dataset_revision is not None and config.source != "hub":
+        raise UsageError(f"--dataset-revision applies to --source hub only (the source is {config.source})")
+    revision = config.dataset_revision or TULU_REVISION
+    if revision != TULU_REVISION and not config.allow_unpinned:
         raise UsageError(
             f"--dataset-revision {config.dataset_revision} is not the pinned {TULU_REPO} revision {TULU_REVISION}; "
             "pass --allow-unpinned to build from it anyway"
@@ -212,10 +231,10 @@ def build(config: BuildConfig) -> dict:
     with outputs:  # check the output directory before the slow steps
         # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
         # is only downloaded once the tokenizer has passed its pin checks.
-        source = open_source(config.source, revision=config.dataset_revision) if config.source != "hub" else None
+        source = open_source(config.source, revision=revision) if config.source != "hub" else None
         vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
         encoder = make_encoder(profile, vocab)
-        source = source or open_source(config.source, revision=config.dataset_revision)
+        source = source or open_source(config.source, revision=revision)
         order = permutation(len(source), seed)
         walk, packed = WalkStats(), PackStats()
         writer = RowWriter(outputs.tmp_parquet, row_tokens, name)
@@ -269,7 +288,7 @@ def build_record(profile: Profile, vocab, encoder, source, name, rows, row_token
             f"({vocab.eos_token}) between them and cut into consecutive {row_tokens:,}-token rows; "
             "rows without supervised targets are skipped"
         ),
-        "supervised_token_ratio": round(writer.supervised / total, 6),
+        "supervised_token_ratio": Ratio(round(writer.supervised / total, 6)),
         "parquet_sha256": parquet_sha256,
         "parquet_bytes": parquet_bytes,
         "builder": f"sftpack {version('sftpack') if _installed() else 'source checkout'} (sftpack build --model {profile.model})",

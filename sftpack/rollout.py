@@ -61,7 +61,7 @@ class RowSource:
             message = str(e) if str(e).startswith(str(path)) else f"{path}: {e}"
             raise RolloutError(f"--prompt-data {message}") from None
         meta = self._pf.schema_arrow.metadata or {}
-        self.build = meta.get(b"sftpack.pipeline", b"").decode() or None
+        self.build = meta.get(b"sftpack.build", b"").decode() or None
         md = self._pf.metadata
         sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
         self._starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # first row of each group, then the end

@@ -214,7 +214,7 @@ class JsonLinesSource(Source):
             line = self._map[self.starts[k] : self.ends[k]]
             try:
                 row = json.loads(line)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
                 out.append(RowError("invalid_json", f"line {k + 1}: {e}", f"line-{k + 1}"))
                 continue
             if not isinstance(row, dict):

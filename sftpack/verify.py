@@ -227,7 +227,7 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
     figures = hash_rows(parquet)  # NotSftpackRows (exit 2) for a parquet that is not sftpack rows
     sha, size = file_sha256(parquet)
     meta = open_rows(parquet).schema_arrow.metadata or {}
-    build_name = meta.get(b"sftpack.pipeline")
+    build_name = meta.get(b"sftpack.build")
     rows, width, supervised = figures["rows"], figures["row_tokens"], figures["supervised_tokens"]
     record, record_note = _load_record_beside(parquet, declared, figures["rows_sha256"])
     checks: list[Check] = []
@@ -312,7 +312,7 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
     """Build the rows ``declared`` describes into a temporary directory (or ``keep``) and verify them, including
     the tokenizer files used against the sha256s in the declaration."""
     from .pipeline import BuildConfig, build
-    from .profiles import TULU_REPO, TULU_REVISION
+    from .profiles import TULU_REPO
 
     model = declared.get("model")
     if not model:
@@ -332,12 +332,12 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
                 f"{declared['path']}: the rows were built from {dataset.get('name') or origin or 'an unnamed source'}; "
                 "pass --source PATH (the same file) to rebuild them"
             )
-    revision = dataset.get("revision") if source == "hub" and dataset.get("revision") else TULU_REVISION
+    revision = dataset.get("revision") if source == "hub" and dataset.get("revision") else None
     with tempfile.TemporaryDirectory(prefix="sftpack-verify-") as tmp:
         out = Path(keep) if keep else Path(tmp)
         build(BuildConfig(
             model=model, source=source, tokenizer=tokenizer, rows=declared["rows"], row_tokens=declared["row_tokens"],
-            seed=declared["seed"], out=str(out), name=declared["name"], workers=workers, overwrite=bool(keep),
+            seed=declared["seed"], out=str(out), name=declared["name"], workers=workers, overwrite=False,
             dataset_revision=revision, progress=sys.stderr.isatty() if progress is None else progress,
         ))
         checks = verify_rows(declared, out / f"{declared['name']}.parquet")

@@ -158,9 +158,6 @@ class TiktokenVocab(Vocab):
             raise ValueError("long_input cutting is only defined for tokenizers without NFC")
         self.long_input = long_input
 
-    def __getstate__(self):  # tiktoken Encodings pickle; keep the derived arrays too
-        return self.__dict__
-
     def _encode(self, text: str) -> list[int]:
         if self.long_input is None or len(text) <= self.long_input[1]:
             return self.enc.encode(text, allowed_special=self._allowed)
@@ -199,6 +196,7 @@ class TiktokenVocab(Vocab):
         text_start = np.concatenate(([0], np.cumsum(text_bytes)))
         lo, hi = [], []
         for i, text_spans in enumerate(spans):
+            text_spans = [(a, b) for a, b in text_spans if b > a]  # an empty span supervises nothing
             base = int(text_start[i])
             if ascii_only or text_bytes[i] == len(texts[i]):
                 for a, b in text_spans:

@@ -130,7 +130,7 @@ def _load_local(profile: Profile, path: Path, description: str | None = None, so
             encoding, _ = load_kimi_encoding(model_file, directory / "tokenizer_config.json")
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise UsageError(f"--tokenizer {path}: cannot load the Kimi tokenizer files ({e})") from None
-        info = VocabInfo(description or f"Kimi tokenizer files in {directory}", source, files, template)
+        info = VocabInfo(description or "Kimi tokenizer files (tiktoken.model + tokenizer_config.json) given with --tokenizer", source, files, template)
         # Cut long texts as tokenization_kimi.py's encode does, so tokens equal the real tokenizer's.
         vocab: Vocab = TiktokenVocab(encoding, eos, info, nfc=False, long_input=(MAX_ENCODE_CHARS, MAX_RUN_CHARS))
     else:
@@ -138,7 +138,7 @@ def _load_local(profile: Profile, path: Path, description: str | None = None, so
         if not tokenizer_json.exists():
             raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
         files["tokenizer.json"] = sha256_file(tokenizer_json)
-        info = VocabInfo(description or f"tokenizer.json in {directory}", source, files, template)
+        info = VocabInfo(description or "tokenizer.json given with --tokenizer", source, files, template)
         try:
             vocab = load_tokenizer_json(tokenizer_json, eos, info)
         except UsageError:

@@ -108,7 +108,7 @@ class RowWriter:
         self.path = path
         self.build_name = build_name
         schema = SCHEMA.with_metadata(
-            {"sftpack.format": FORMAT_VERSION, "sftpack.row_tokens": str(row_tokens), "sftpack.pipeline": build_name}
+            {"sftpack.format": FORMAT_VERSION, "sftpack.row_tokens": str(row_tokens), "sftpack.build": build_name}
         )
         self._writer = pq.ParquetWriter(str(path), schema, **WRITER_OPTIONS)
         self._schema = schema
@@ -160,6 +160,10 @@ class RowWriter:
         return file_sha256(self.path)
 
 
+class Ratio(float):
+    """A ratio written with 6 decimals in the build record (SPEC rule 11: at least 4), e.g. 0.500000."""
+
+
 class _RecordDumper(yaml.SafeDumper):
     pass
 
@@ -170,6 +174,7 @@ def _str_presenter(dumper, data):
 
 _RecordDumper.add_representer(str, _str_presenter)
 _RecordDumper.add_representer(np.int64, lambda d, v: d.represent_int(int(v)))
+_RecordDumper.add_representer(Ratio, lambda d, v: d.represent_scalar("tag:yaml.org,2002:float", f"{v:.6f}"))
 
 
 def dump_record(record: dict) -> str:

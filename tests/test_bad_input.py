@@ -589,7 +589,7 @@ def small_source(tmp_path):
     (["--row-tokens", "8k"], "invalid int value: '8k'"),
     (["--bogus-flag"], "unrecognized arguments: --bogus-flag"),
     (["--tokenizer", "/nonexistent/tokenizer"], "no such file or directory"),
-    (["--dataset-revision", "main"], "is not the pinned allenai/tulu-3-sft-mixture revision"),
+    (["--dataset-revision", "main"], "--dataset-revision applies to --source hub only"),
 ])
 def test_bad_arguments(argv_extra, needle, small_source, tmp_path, capsys):
     out = tmp_path / "out"
@@ -785,3 +785,12 @@ def test_jsonl_with_a_utf8_byte_order_mark_keeps_its_first_row(tmp_path):
     row = '{"id": "first", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}\n'
     path.write_bytes(b"\xef\xbb\xbf" + row.encode() + row.replace("first", "second").encode())
     assert [conv_id for conv_id, _ in open_source(str(path)).take([0, 1])] == ["first", "second"]
+
+
+def test_absurdly_nested_json_line_is_a_counted_skip(tmp_path):
+    from sftpack.source import RowError, open_source
+
+    path = tmp_path / "deep.jsonl"
+    path.write_text("[" * 100000 + "]" * 100000 + "\n")
+    [item] = open_source(str(path)).take([0])
+    assert isinstance(item, RowError) and item.reason == "invalid_json"

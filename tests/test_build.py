@@ -194,3 +194,28 @@ def test_done_when_sample_build_64_rows(tmp_path, capsys):
     assert capsys.readouterr().out.split()[0] == record["rows_sha256"]
     first = (outs[0] / f"{NAME}.parquet").read_bytes()
     assert all((o / f"{NAME}.parquet").read_bytes() == first for o in outs[1:])
+
+
+def test_parquet_metadata_keys(built):
+    out, _ = built
+    meta = pq.ParquetFile(out / f"{NAME}.parquet").schema_arrow.metadata
+    assert meta[b"sftpack.build"] == NAME.encode() and meta[b"sftpack.format"] == b"1" and meta[b"sftpack.row_tokens"] == b"512"
+
+
+def test_ratio_is_written_with_six_decimals(tmp_path, source_file):
+    build(BuildConfig(model=MODEL, source=str(source_file), rows=1, row_tokens=4, out=str(tmp_path), workers=1, progress=False))
+    text = (tmp_path / f"{NAME}.build.yaml").read_text()
+    [line] = [l for l in text.splitlines() if l.startswith("supervised_token_ratio:")]
+    assert len(line.split(":")[1].strip().split(".")[1]) == 6
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--row-tokens", str(1 << 30)], "--row-tokens must be at most"),
+    (["--workers", "100000"], "--workers must be at most"),
+    (["--name", "a/b"], "--name"),
+    (["--name", ""], "--name"),
+])
+def test_more_argument_errors(tmp_path, source_file, capsys, args, needle):
+    code = main(["build", "--model", MODEL, "--source", str(source_file), "--out", str(tmp_path / "o"), "--no-progress", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and needle in err and "Traceback" not in err

@@ -236,7 +236,7 @@ def test_cli_inspect_without_a_model_needs_one(rows_path, tmp_path, capsys):
     lone = tmp_path / "lone.parquet"  # no build record beside it, and a build name no profile has
     table = pq.read_table(rows_path)
     meta = dict(table.schema.metadata)
-    meta[b"sftpack.pipeline"] = b"someone-elses-rows"
+    meta[b"sftpack.build"] = b"someone-elses-rows"
     pq.write_table(table.replace_schema_metadata(meta), lone)
     assert main(["inspect", str(lone), "--row", "0"]) == 2
     assert "--model" in capsys.readouterr().err

@@ -363,3 +363,13 @@ def test_verify_rows_library(built):
     assert all(c.ok is not False for c in checks)
     assert {c.field for c in checks if c.ok} >= {"rows_sha256", "parquet_sha256", "rows", "row_tokens", "name"}
     assert load_declared(record)["model"] == MODEL
+
+
+def test_rebuild_keep_never_overwrites_the_rows_being_verified(built, tmp_path, capsys):
+    source, parquet, record = built
+    copy = tmp_path / "copy"
+    shutil.copytree(parquet.parent, copy)
+    before = {p.name: p.read_bytes() for p in copy.iterdir() if not p.name.startswith(".")}
+    code, _, err = run(capsys, "verify", str(copy / record.name), "--rebuild", "--keep", str(copy), "--source", str(source))
+    assert code == 2 and "--overwrite" in err
+    assert {p.name: p.read_bytes() for p in copy.iterdir() if not p.name.startswith(".")} == before
