@@ -444,6 +444,8 @@ def _tiktoken_from_tokenizer_json(path: Path, eos_token: str, info: VocabInfo) -
     pattern = None
     for step in steps:
         if step.get("type") == "Split" and "Regex" in (step.get("pattern") or {}):
+            if step.get("behavior", "Isolated") != "Isolated" or step.get("invert"):
+                return None  # tiktoken only isolates the regex matches
             pattern = step["pattern"]["Regex"]
         elif step.get("type") == "ByteLevel":
             if step.get("add_prefix_space") or (step.get("use_regex", True) and pattern is None):
@@ -457,7 +459,10 @@ def _tiktoken_from_tokenizer_json(path: Path, eos_token: str, info: VocabInfo) -
         ranks = {bytes(decode[c] for c in token): rank for token, rank in model["vocab"].items()}
     except KeyError:
         return None
-    specials = {t["content"]: t["id"] for t in spec.get("added_tokens", [])}
+    added = spec.get("added_tokens", [])
+    if any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") for t in added):
+        return None  # tiktoken matches special tokens literally, without stripping around them
+    specials = {t["content"]: t["id"] for t in added}
     try:
         enc = tiktoken.Encoding(path.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
     except Exception:
