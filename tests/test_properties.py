@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from qwen_reference import is_tool_response, qwen_by_hand  # noqa: F401
+from qwen_reference import is_tool_response, mask_from_token_bytes, qwen_by_hand  # noqa: F401
 from sftpack.conversation import Skip
 from sftpack.encode import make_encoder
 from sftpack.profiles import load_profile
@@ -58,15 +58,7 @@ def reference_encoding(reference, text: str, spans) -> tuple[list[int], list[int
             ids.append(specials[part])
         elif part:
             ids += tok.encode(part)
-    byte_spans = [(len(text[:a].encode()), len(text[:b].encode())) for a, b in spans]
-    mask, pos = [], 0
-    for t in ids:
-        piece = tok.decoder[t]
-        n = len(piece if isinstance(piece, bytes) else piece.encode())
-        mask.append(int(any(pos < hi and pos + n > lo for lo, hi in byte_spans)))
-        pos += n
-    assert pos == len(text.encode())
-    return ids, mask
+    return ids, mask_from_token_bytes(tok, ids, text, spans)
 
 
 CONTROL = ["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|turn>", "<turn|>", "<|im_assistant|>", "<|im_user|>",
