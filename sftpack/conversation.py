@@ -36,7 +36,8 @@ class Skip(Exception):
     """The conversation is skipped; ``reason`` is a key of :data:`SKIP_REASONS`, ``detail`` names the field."""
 
     def __init__(self, reason: str, detail: str):
-        assert reason in SKIP_REASONS, reason
+        if reason not in SKIP_REASONS:  # a new reason must be documented (and counted) before it is used
+            raise ValueError(f"unknown skip reason {reason!r} (known: {', '.join(SKIP_REASONS)})")
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,18 +17,31 @@ from .conversation import Skip, check_messages
 from .errors import UsageError
 from .mask import supervised_spans
 from .profiles import MaskRule, Profile, load_profile
-from .render import Renderer, TemplateError, get_renderer
+from .render import Renderer, TemplateError
 from .vocab import EncodeError, Vocab
 
 
 @dataclass
 class ConversationEncoder:
-    """Everything needed to turn source messages into (token ids, loss mask); cheap to call, picklable."""
+    """Everything needed to turn source messages into (token ids, loss mask); cheap to call."""
 
     vocab: Vocab
     render: Renderer
     rule: MaskRule
     renderer_description: str
+    control_text: tuple[str, ...] = ()  # see control_text_of
+
+    def __post_init__(self):
+        self._control_re = re.compile("|".join(map(re.escape, sorted(self.control_text, key=len, reverse=True))))
+        self._control_first = frozenset(t[0] for t in self.control_text)
+
+    def has_control_text(self, messages: list) -> bool:
+        """Whether any (checked) message's content holds control text (counted; it cannot move supervision)."""
+        if not self.control_text:
+            return False
+        contents = "\x00".join(m["content"] for m in messages)
+        # a substring test per first character (memchr-fast) skips the regex for most conversations
+        return any(c in contents for c in self._control_first) and self._control_re.search(contents) is not None
 
     def prepare(self, messages) -> tuple[str, list[tuple[int, int]]]:
         """Rendered text and its supervised character spans, or :class:`Skip`."""
@@ -54,10 +68,7 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
     template on the probe conversations (or the tokenizer has none); else the template through Jinja."""
     from .render.probe import PROBE_CONVERSATIONS
 
-    try:
-        native = get_renderer(profile.template)
-    except KeyError:  # a family without a native renderer: its chat template through Jinja
-        native = None
+    native = profile.family.renderer()  # None: a family whose template is rendered through Jinja
     template = vocab.info.chat_template
     if template is None:
         if native is None:
@@ -95,9 +106,16 @@ def _named(vocab: Vocab, kind: str) -> str | None:
     return getattr(vocab, f"{kind}_token", None)
 
 
+def control_text_of(rule: MaskRule, vocab: Vocab) -> tuple[str, ...]:
+    """Text that is control text for this build: every special (added) token of the tokenizer, whose text in
+    content becomes that token's id, and the rule's markers. Whitespace-only added tokens are not control text."""
+    return tuple(sorted({t for t in vocab.special_tokens if t.strip()} | set(rule.markers)))
+
+
 def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     render, description = choose_renderer(profile, vocab)
-    return ConversationEncoder(vocab, render, profile.rule, description)
+    rule = profile.rule
+    return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab))
 
 
 def encode_conversation(messages, model: str, tokenizer: str | None = None) -> dict:

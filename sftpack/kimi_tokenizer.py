@@ -108,6 +108,27 @@ def load_kimi_encoding(
     return encoding, added
 
 
+def load_kimi_files(request):
+    """The ``kimi-tiktoken`` tokenizer format (:data:`sftpack.families.TOKENIZER_FORMATS`): ``tiktoken.model`` +
+    ``tokenizer_config.json`` of ``request`` (a :class:`sftpack.vocab_loading.TokenizerFiles`)."""
+    from .errors import UsageError
+    from .vocab import TiktokenVocab
+
+    directory, path = request.directory, request.path
+    if not (directory / "tiktoken.model").exists():
+        raise UsageError(f"--tokenizer {path}: {request.profile.model} needs tiktoken.model and tokenizer_config.json")
+    model_file = request.hash("tiktoken.model")
+    if (directory / "tokenization_kimi.py").exists():  # hashed to prove which tokenizer it is; never executed
+        request.hash("tokenization_kimi.py")
+    try:
+        encoding, _ = load_kimi_encoding(model_file, directory / "tokenizer_config.json")
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise UsageError(f"--tokenizer {path}: cannot load the Kimi tokenizer files ({e})") from e
+    info = request.info("Kimi tokenizer files (tiktoken.model + tokenizer_config.json) given with --tokenizer")
+    # Cut long texts as tokenization_kimi.py's encode does, so tokens equal the real tokenizer's.
+    return TiktokenVocab(encoding, request.eos_token, info, nfc=False, long_input=(MAX_ENCODE_CHARS, MAX_RUN_CHARS))
+
+
 def _runs(text: str, limit: int):
     """Cut ``text`` so that no piece holds more than ``limit`` consecutive whitespace or non-whitespace chars."""
     start, run, run_is_space = 0, 0, text[:1].isspace()

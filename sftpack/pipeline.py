@@ -8,7 +8,6 @@ depend on ``workers``.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 from collections import Counter
@@ -34,9 +33,6 @@ MAX_ROW_TOKENS = 1 << 24  # provenance offsets are int32; a 16M-token row is alr
 MAX_WORKERS = 256
 CHUNK = 128  # conversations per task: small enough that little work is wasted when the rows are complete
 
-# Control text of every family: content holding any of it is counted (it cannot move supervision).
-CONTROL_TEXT = ("<|im_start|>", "<|im_end|>", "<|turn>", "<turn|>", "<|im_assistant|>", "<|im_user|>",
-                "<|im_system|>", "<|im_middle|>", "<think>", "</think>", "<bos>", "<eos>", "[EOS]", "[BOS]")
 
 
 @dataclass
@@ -73,15 +69,6 @@ _ENCODER: ConversationEncoder | None = None
 _SOURCE: Source | None = None
 
 
-_CONTROL_RE = re.compile("|".join(map(re.escape, CONTROL_TEXT)))
-
-
-def _has_control_text(messages: list) -> bool:
-    contents = "\x00".join(m["content"] for m in messages)
-    # every control text starts with "<" or "["; memchr-fast tests skip the regex for most conversations
-    return ("<" in contents or "[" in contents) and _CONTROL_RE.search(contents) is not None
-
-
 def encode_chunk(indices: np.ndarray) -> ChunkResult:
     """Read and encode the source rows ``indices`` (runs in a worker, or inline with one worker)."""
     encoder, source = _ENCODER, _SOURCE
@@ -100,7 +87,7 @@ def encode_chunk(indices: np.ndarray) -> ChunkResult:
         except Skip as skip:
             status.append((skip.reason, skip.detail))
             continue
-        if _has_control_text(messages):
+        if encoder.has_control_text(messages):
             control.append(len(status))
         status.append(None)
         kept.append(len(status) - 1)

@@ -1,8 +1,11 @@
 """Model profiles (``configs/*.yaml``) and loss-mask rules (``masks/*.yaml``), shipped inside the wheel.
 
+Both are checked when loaded (:mod:`sftpack.schema`): a missing, misspelt or mistyped key, an unknown family,
+rule or offline tokenizer is one line naming the file, the key and what is allowed.
+
     >>> p = load_profile("Qwen3.5-122B-A10B")
-    >>> p.build_name, p.loss_mask, p.eos_token
-    ('qwen35-tulu3-fixed8192-v1', 'qwen3_5', '<|im_end|>')
+    >>> p.build_name, p.loss_mask, p.eos_token, p.tokenizer_format
+    ('qwen35-tulu3-fixed8192-v1', 'qwen3_5', '<|im_end|>', 'tokenizer.json')
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
 from .errors import UsageError
+from .families import FAMILIES, OFFLINE_TOKENIZERS, get_family
+from .schema import Key, check, read_yaml
 
 TULU_REPO = "allenai/tulu-3-sft-mixture"
 TULU_REVISION = "b14afda60f1bbebe55d5d2fa1e4df5042f97f8be"
@@ -30,7 +33,7 @@ def resource_dir(name: str) -> Path:
 
 @dataclass(frozen=True)
 class MaskRule:
-    """A declarative loss-mask rule; see ``masks/qwen3_5.yaml``."""
+    """A declarative loss-mask rule; see ``masks/qwen3_5.yaml`` and the README's "Loss-mask rules"."""
 
     name: str
     role: str
@@ -39,6 +42,47 @@ class MaskRule:
     end_of_turn: str
     after_end_of_turn: str
     example: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """The fixed texts the rule relies on (header pieces around ``{name}``, the skipped text, the end
+        marker): content holding one of them is counted as control text."""
+        pieces = [*self.header.split("{name}"), self.skip_after_header, self.end_of_turn]
+        return tuple(p for p in pieces if p.strip())
+
+
+RULE_KEYS = {
+    "name": Key(str, "the rule's name, equal to the file name"),
+    "role": Key(str, "the role whose turns are supervised", choices=("assistant",)),
+    "header": Key(str, "the turn header; {name} may stand for a role name", nonempty=True),
+    "skip_after_header": Key(str, "text after the header that is not supervised", default=""),
+    "end_of_turn": Key(str, "the end-of-turn marker", nonempty=True),
+    "after_end_of_turn": Key(str, "the separator written after the marker", default=""),
+    "example": Key(dict, "{turn, supervised_chars}", default={}, keys={
+        "turn": Key(str, "a rendered turn"), "supervised_chars": Key(str, "its supervised characters")}),
+}
+
+TOKENIZER_KEYS = {
+    "eos_token": Key(str, "the EOS token placed between conversations", nonempty=True),
+    "pins": Key(dict, "{file: sha256} of the hub files", default={}, values=str),
+    "offline": Key(str, "a vocabulary available without the hub", default=None, choices=lambda: sorted(OFFLINE_TOKENIZERS)),
+}
+
+PROFILE_KEYS = {
+    "model": Key(str, "the model's name", nonempty=True),
+    "hub": Key(dict, "{repo, revision}", keys={
+        "repo": Key(str, "the hub repository", nonempty=True),
+        "revision": Key(str, "the pinned commit (null: not pinned)", default=None)}),
+    "template": Key(str, "the template family", choices=lambda: sorted(FAMILIES)),
+    "loss_mask": Key(str, "the loss-mask rule (masks/RULE.yaml)"),
+    "build_name": Key(str, "the output name", nonempty=True),
+    # A dict, or the name of another profile whose tokenizer block this one shares.
+    "tokenizer": Key((dict, str), "the tokenizer block, or the profile whose block is shared", keys=TOKENIZER_KEYS),
+    "defaults": Key(dict, "build defaults", default={}, keys={
+        "rows": Key(int, "rows", default=None), "row_tokens": Key(int, "tokens per row", default=None),
+        "seed": Key(int, "permutation seed", default=None)}),
+    "published": Key(dict, "the published recipe's figures (free form)", default={}),
+}
 
 
 @dataclass(frozen=True)
@@ -49,7 +93,6 @@ class Profile:
     template: str
     loss_mask: str
     build_name: str
-    tokenizer_format: str
     eos_token: str
     pins: dict
     offline_tokenizer: str | None
@@ -59,24 +102,39 @@ class Profile:
 
     @property
     def rule(self) -> MaskRule:
-        return load_mask_rule(self.loss_mask)
+        return load_mask_rule(self.loss_mask, self.path.parent.parent / "masks")
+
+    @property
+    def family(self):
+        return get_family(self.template)
+
+    @property
+    def tokenizer_format(self) -> str:
+        return self.family.tokenizer
+
+
+def _rule_path(name: str, local: Path | None) -> Path | None:
+    for directory in ([local] if local is not None else []) + [resource_dir("masks")]:
+        path = directory / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_mask_rule(name: str, local: Path | None = None) -> MaskRule:
+    """The rule ``masks/NAME.yaml``; ``local``: a ``masks`` directory searched first (beside a profile file)."""
+    path = _rule_path(name, local)
+    if path is None:
+        raise UsageError(f"unknown loss-mask rule {name!r} (known: {', '.join(list_mask_rules())})")
+    return _load_rule_file(path)
 
 
 @lru_cache(maxsize=None)
-def load_mask_rule(name: str) -> MaskRule:
-    path = resource_dir("masks") / f"{name}.yaml"
-    if not path.exists():
-        raise UsageError(f"unknown loss-mask rule {name!r} (known: {', '.join(list_mask_rules())})")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return MaskRule(
-        name=data["name"],
-        role=data["role"],
-        header=data["header"],
-        skip_after_header=data.get("skip_after_header") or "",
-        end_of_turn=data["end_of_turn"],
-        after_end_of_turn=data.get("after_end_of_turn") or "",
-        example=data.get("example") or {},
-    )
+def _load_rule_file(path: Path) -> MaskRule:
+    data = check(read_yaml(path), RULE_KEYS, path)
+    if data["name"] != path.stem:
+        raise UsageError(f"{path}: key 'name': {data['name']!r} differs from the file name (allowed: {path.stem!r})")
+    return MaskRule(**data)
 
 
 def list_mask_rules() -> list[str]:
@@ -87,30 +145,51 @@ def list_profiles() -> list[str]:
     return sorted(p.stem for p in resource_dir("configs").glob("*.yaml"))
 
 
-@lru_cache(maxsize=None)
-def load_profile(model: str) -> Profile:
-    """The profile of ``model`` (case-insensitive; ``Qwen/Qwen3.5-122B-A10B`` also works)."""
+def _profile_path(model: str) -> Path:
+    if model.endswith((".yaml", ".yml")) and Path(model).is_file():  # a profile outside the package
+        return Path(model).resolve()
     wanted = model.rsplit("/", 1)[-1].lower()
     for name in list_profiles():
         if name.lower() == wanted:
-            path = resource_dir("configs") / f"{name}.yaml"
-            break
-    else:
-        raise UsageError(f"unknown model {model!r}; known models: {', '.join(list_profiles())} (see `sftpack models`)")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    tok = data["tokenizer"]
+            return resource_dir("configs") / f"{name}.yaml"
+    raise UsageError(f"unknown model {model!r}; known models: {', '.join(list_profiles())} (see `sftpack models`)")
+
+
+@lru_cache(maxsize=None)
+def load_profile(model: str) -> Profile:
+    """The profile of ``model`` (case-insensitive; ``Qwen/Qwen3.5-122B-A10B`` also works), or of a profile
+    file ``PATH.yaml`` (its rule is looked for in ``../masks/`` beside it first)."""
+    if not isinstance(model, str):
+        raise UsageError(f"model must be a profile name (a string), not {type(model).__name__}")
+    path = _profile_path(model)
+    data = check(read_yaml(path), PROFILE_KEYS, path)
+    tok, seen = data["tokenizer"], [path.stem]
+    while isinstance(tok, str):  # "the same tokenizer as profile X", stated once in X
+        if tok in seen:
+            raise UsageError(f"{path}: key 'tokenizer': profiles {' -> '.join(seen + [tok])} share in a circle")
+        seen.append(tok)
+        shared = path.parent / f"{tok}.yaml"
+        if not shared.is_file():
+            others = sorted(q.stem for q in path.parent.glob("*.yaml") if q != path)
+            raise UsageError(f"{path}: key 'tokenizer': unknown profile {tok!r} (allowed: a block, or one of "
+                             f"{', '.join(others)})")
+        tok = check(read_yaml(shared), PROFILE_KEYS, shared)["tokenizer"]
+    rule = _rule_path(data["loss_mask"], path.parent.parent / "masks")
+    if rule is None:
+        raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "
+                         f"(allowed: {', '.join(list_mask_rules())})")
+    _load_rule_file(rule)  # a broken rule fails with the profile, naming the rule file
     return Profile(
         model=data["model"],
         hub_repo=data["hub"]["repo"],
-        hub_revision=data["hub"].get("revision"),
+        hub_revision=data["hub"]["revision"],
         template=data["template"],
         loss_mask=data["loss_mask"],
         build_name=data["build_name"],
-        tokenizer_format=tok["format"],
         eos_token=tok["eos_token"],
-        pins=dict(tok.get("pins") or {}),
-        offline_tokenizer=tok.get("offline"),
-        defaults=dict(data.get("defaults") or {}),
-        published=dict(data.get("published") or {}),
+        pins=dict(tok["pins"]),
+        offline_tokenizer=tok["offline"],
+        defaults={k: v for k, v in data["defaults"].items() if v is not None},
+        published=dict(data["published"]),
         path=path,
     )

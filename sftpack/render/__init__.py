@@ -47,14 +47,37 @@ class Rendered:
 Renderer = Callable[[list], Rendered]
 
 
+class TurnWriter:
+    """The bookkeeping every renderer shares: text written so far and where each turn lies in it.
+
+        >>> w = TurnWriter("<s>")
+        >>> w.turn(0, "user", "U:", "hi\\n")
+        >>> w.rendered()
+        Rendered(text='<s>U:hi\\n', turns=(Turn(message=0, role='user', start=3, body=5, end=8),))
+    """
+
+    def __init__(self, prefix: str = ""):
+        self._parts = [prefix]  # a prefix (Gemma's <bos>) belongs to no turn
+        self._turns: list[Turn] = []
+        self._pos = len(prefix)
+
+    def turn(self, message: int, role: str, header: str, body: str) -> None:
+        """Write message ``message``'s turn: ``header`` then ``body`` (through its end marker and separator)."""
+        start, body_start = self._pos, self._pos + len(header)
+        self._pos = body_start + len(body)
+        self._parts += (header, body)
+        self._turns.append(Turn(message, role, start, body_start, self._pos))
+
+    def rendered(self) -> Rendered:
+        return Rendered("".join(self._parts), tuple(self._turns))
+
+
 def get_renderer(family: str) -> Renderer:
-    """The native renderer of a template family (``qwen3_5``, ``gemma4``, ``kimi_k25``)."""
-    if family == "qwen3_5":
-        from .qwen3_5 import render
-    elif family == "gemma4":
-        from .gemma4 import render
-    elif family == "kimi_k25":
-        from .kimi import render
-    else:
+    """The native renderer of a template family (see :data:`sftpack.families.FAMILIES`); ``KeyError`` when the
+    family has none (its template is rendered through Jinja)."""
+    from ..families import get_family
+
+    render = get_family(family).renderer()
+    if render is None:
         raise KeyError(f"no native renderer for template family {family!r}")
     return render

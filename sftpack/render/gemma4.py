@@ -14,7 +14,7 @@ thousands of conversations. ``assistant`` is written as ``model``; model content
 
 from __future__ import annotations
 
-from . import Rendered, TemplateError, Turn
+from . import Rendered, TemplateError, TurnWriter
 
 BOS, TURN_START, TURN_END = "<bos>", "<|turn>", "<turn|>"
 CHANNEL_START, CHANNEL_END = "<|channel>", "<channel|>"
@@ -34,9 +34,7 @@ def render(messages: list) -> Rendered:
     if not messages:
         # The template reads messages[0]['role'] unguarded; Jinja raises UndefinedError with this text.
         raise TemplateError("list object has no element 0")
-    parts: list[str] = [BOS]  # BOS belongs to no turn
-    turns: list[Turn] = []
-    pos = len(BOS)
+    out = TurnWriter(BOS)
 
     for index, message in enumerate(messages):
         role, content = message["role"], message["content"]
@@ -54,7 +52,5 @@ def render(messages: list) -> Rendered:
             header = TURN_START + name + "\n"
             body = strip_thinking(content) if name == "model" else content.strip()
         body += TURN_END + "\n"
-        parts += (header, body)
-        turns.append(Turn(index, role, pos, pos + len(header), pos + len(header) + len(body)))
-        pos += len(header) + len(body)
-    return Rendered("".join(parts), tuple(turns))
+        out.turn(index, role, header, body)
+    return out.rendered()

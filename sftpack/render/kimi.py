@@ -21,7 +21,7 @@ ignores ``reasoning_content`` anyway.) The template never raises on these conver
 
 from __future__ import annotations
 
-from . import Rendered, TemplateError, Turn
+from . import Rendered, TemplateError, TurnWriter
 
 IM_END = "<|im_end|>"
 HEADERS = {
@@ -33,9 +33,7 @@ EMPTY_THINK = "<think></think>"
 
 
 def render(messages: list) -> Rendered:
-    parts: list[str] = []
-    turns: list[Turn] = []
-    pos = 0
+    out = TurnWriter()
     for index, message in enumerate(messages):
         role = message["role"]
         if role not in HEADERS:
@@ -49,8 +47,5 @@ def render(messages: list) -> Rendered:
         # With no tool calls the last assistant message closes the history, so every assistant turn is a
         # history turn: an empty think pair, then the content verbatim.
         body = (EMPTY_THINK if role == "assistant" else "") + content + IM_END
-        parts.append(header)
-        parts.append(body)
-        turns.append(Turn(index, role, pos, pos + len(header), pos + len(header) + len(body)))
-        pos += len(header) + len(body)
-    return Rendered("".join(parts), tuple(turns))
+        out.turn(index, role, header, body)
+    return out.rendered()

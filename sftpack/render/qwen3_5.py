@@ -9,7 +9,7 @@ Byte-identical to ``qwen3_5.jinja`` rendered by transformers on conversations of
 
 from __future__ import annotations
 
-from . import Rendered, TemplateError, Turn
+from . import Rendered, TemplateError, TurnWriter
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
@@ -29,17 +29,8 @@ def _last_query_index(messages: list) -> int:
 def render(messages: list) -> Rendered:
     if not messages:
         raise TemplateError("No messages provided.")
-    parts: list[str] = []
-    turns: list[Turn] = []
-    pos = 0
-
-    def emit(index: int, role: str, header: str, body: str) -> None:
-        nonlocal pos
-        parts.append(header)
-        parts.append(body)
-        turns.append(Turn(index, role, pos, pos + len(header), pos + len(header) + len(body)))
-        pos += len(header) + len(body)
-
+    out = TurnWriter()
+    emit = out.turn
     if messages[0]["role"] == "system":
         emit(0, "system", IM_START + "system\n", messages[0]["content"].strip() + IM_END + "\n")
     last_query = _last_query_index(messages)
@@ -64,4 +55,4 @@ def render(messages: list) -> Rendered:
             emit(index, role, IM_START + "assistant\n", body + IM_END + "\n")
         else:
             raise TemplateError("Unexpected message role.")
-    return Rendered("".join(parts), tuple(turns))
+    return out.rendered()
