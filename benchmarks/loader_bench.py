@@ -6,9 +6,10 @@ compresses like text, not like zeros), and beside it a baseline holding the same
 ``list<uint8>`` columns. Each measurement runs in a fresh subprocess and reports wall time and peak RSS
 (``ru_maxrss``; "growth" = peak minus the RSS after imports; memory is the maximum over the runs):
 
-- slime loader: ``ParquetFile.iter_batches()`` + ``batch.to_pylist()`` over all columns, keeping
-  ``row["messages"]`` and ``row["metadata"]`` in Sample-like objects (slime/utils/data.py);
-- miles / older-slime loader: ``pd.read_parquet(dtype_backend="pyarrow")`` + ``iterrows()`` + ``to_dict()``;
+- slime / miles loader: ``ParquetFile.iter_batches()`` + ``batch.to_pylist()`` over all columns, keeping
+  ``row["messages"]`` and ``row["metadata"]`` in Sample-like objects (slime/utils/data.py; miles/utils/data.py
+  reads the same way since miles 8a988dc3d), on the current format (``messages`` a one-message chat) and on a
+  format-1 copy (``messages`` the string ``"sftpack row K"``) written beside it;
 - ``generate_rollout`` on a 128-row batch (consecutive rows, and rows of a shuffled order as with
   ``--rollout-shuffle``), first batch with a cold reader; "next batch" is the second batch of the same process;
 - ``sftpack.read_rows`` of the whole file.
@@ -106,6 +107,22 @@ def write_files(directory: Path, n: int, width: int) -> tuple[Path, Path]:
     return binary_path, list_path
 
 
+def write_format1(path: Path) -> Path:
+    """A copy of ``path`` as format 1 wrote it: ``messages`` the string ``"sftpack row K"``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from sftpack.write import ROWS_PER_GROUP, WRITER_OPTIONS
+
+    table = pq.read_table(path)
+    table = table.set_column(table.schema.get_field_index("messages"), "messages",
+                             pa.array([f"sftpack row {k}" for k in range(table.num_rows)], pa.string()))
+    table = table.replace_schema_metadata({**table.schema.metadata, b"sftpack.format": b"1"})
+    out = path.with_name("format1.parquet")
+    pq.write_table(table, out, row_group_size=ROWS_PER_GROUP, **{**WRITER_OPTIONS, "use_dictionary": ["messages", "metadata.build"]})
+    return out
+
+
 # ------------------------------------------------------------------------------------ measured in a child
 
 
@@ -123,17 +140,6 @@ def child_slime(path: str) -> dict:
     for batch in pq.ParquetFile(path).iter_batches():  # slime/utils/data.py read_file + Dataset
         for data in batch.to_pylist():
             samples.append(_Sample(data.get("messages"), data.get("metadata") or {}))
-    return {"rows": len(samples)}
-
-
-def child_miles(path: str) -> dict:
-    import pandas as pd
-
-    samples = []
-    df = pd.read_parquet(path, dtype_backend="pyarrow")  # miles/utils/data.py read_file + Dataset
-    for _, row in df.iterrows():
-        data = row.to_dict()
-        samples.append(_Sample(data.get("messages"), data.get("metadata") or {}))
     return {"rows": len(samples)}
 
 
@@ -158,7 +164,7 @@ def _rollout(path: str, order: str) -> dict:
     times = []
     for b in range(2):
         rows = order_rows[(128 * b + 32 + np.arange(128)) % n_rows]  # off the 64-row group boundaries
-        samples = [_Sample(f"sftpack row {k}", {"row": int(k), "build": "bench-build"}) for k in rows]
+        samples = [_Sample([{"role": "user", "content": f"sftpack row {k}"}], {"row": int(k), "build": "bench-build"}) for k in rows]
         start, cpu = time.perf_counter(), time.process_time()
         groups = generate_rollout(args, b, _Buffer(samples))
         times.append((time.perf_counter() - start, time.process_time() - cpu))
@@ -192,8 +198,7 @@ def run_child(kind: str, path: Path, env: dict | None = None) -> dict:
 
 
 def child_main(kind: str, path: str) -> None:
-    import pandas  # noqa: F401  (imports are not part of what is measured)
-    import pyarrow.parquet  # noqa: F401
+    import pyarrow.parquet  # noqa: F401  (imports are not part of what is measured)
 
     import sftpack.rollout  # noqa: F401
 
@@ -232,12 +237,12 @@ def main() -> None:
         # pyarrow's default allocator (mimalloc) makes the loader's peak bimodal (~0.8 or ~1.05 GB, run to run);
         # the system allocator keeps it at the low mode: measured as its own line.
         system_pool = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+        format1_path = write_format1(binary_path)
         plan = [("slime loader", "slime", binary_path, None),
                 ("slime loader, ARROW_DEFAULT_MEMORY_POOL=system", "slime", binary_path, system_pool),
-                ("miles loader (pandas)", "miles", binary_path, None)]
+                ("slime loader, format 1 (string messages)", "slime", format1_path, None)]
         if not args.no_baseline:
-            plan += [("slime loader, list baseline", "slime", list_path, None),
-                     ("miles loader, list baseline", "miles", list_path, None)]
+            plan += [("slime loader, list baseline", "slime", list_path, None)]
         plan += [("generate_rollout 128 consecutive", "rollout_consecutive", binary_path, None),
                  ("generate_rollout 128 shuffled", "rollout_random", binary_path, None),
                  ("sftpack.read_rows (all rows)", "read_rows", binary_path, None)]
@@ -252,10 +257,13 @@ def main() -> None:
             results[label] = r
             print(f"{label:<46} {r['seconds']:8.3f} {r['cpu_seconds']:7.3f} {r['peak_mb']:12.0f} {r['growth_mb']:10.0f}  {nxt}")
         if not args.no_baseline:
-            for ours, base in (("slime loader", "slime loader, list baseline"), ("miles loader (pandas)", "miles loader, list baseline")):
+            for ours, base in (("slime loader", "slime loader, list baseline"),):
                 o, b = results[ours], results[base]
                 print(f"{ours}: binary layout vs list baseline: {b['seconds'] / o['seconds']:.1f}x less time, "
                       f"{b['cpu_seconds'] / o['cpu_seconds']:.1f}x less CPU, {b['growth_mb'] / max(o['growth_mb'], 1):.1f}x less memory growth")
+        o, b = results["slime loader"], results["slime loader, format 1 (string messages)"]
+        print(f"slime loader: format 2 (chat messages) vs format 1 (string): {o['seconds'] / b['seconds']:.2f}x the time, "
+              f"{o['growth_mb'] / max(b['growth_mb'], 1):.2f}x the memory growth")
         full = args.rows == 6400 and args.row_tokens == 8192
         loader = results["slime loader"]
         rollout = max(results["generate_rollout 128 consecutive"]["seconds"], results["generate_rollout 128 shuffled"]["seconds"])

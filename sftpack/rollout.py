@@ -1,7 +1,8 @@
 """Feed packed rows to slime / miles: ``generate_rollout`` for ``--rollout-function-path``.
 
 slime loads ``--prompt-data ROWS.parquet`` itself (``ParquetFile.iter_batches()`` then ``to_pylist()``) and keeps
-only ``row[--input-key]`` as ``Sample.prompt`` ("sftpack row K") and ``row[--metadata-key]`` as
+only ``row[--input-key]`` as ``Sample.prompt`` (``[{"role": "user", "content": "sftpack row K"}]``; the plain
+string ``"sftpack row K"`` in format-1 files) and ``row[--metadata-key]`` as
 ``Sample.metadata`` (``{"row": K, "build": NAME}``); every other column is dropped. So the tokens are read here,
 from the same parquet, at ``metadata["row"]``: one cached reader per file that decodes only the row groups a
 batch touches (64 rows each), columns ``tokens`` and ``loss_mask`` only. No tokenizer is loaded.
@@ -181,9 +182,56 @@ def _row_of(sample, path: str, source: RowSource) -> int:
     build = metadata.get("build")
     if source.build and build is not None and build != source.build:
         raise RolloutError(f"--prompt-data {path}: row {row} says build {build!r} but the file holds {source.build!r}")
-    if isinstance(prompt, str) and prompt.startswith("sftpack row ") and prompt != f"sftpack row {row}":
-        raise RolloutError(f"--prompt-data {path}: row {row}: prompt {prompt!r} names another row")
+    named = _named_row(prompt)
+    if named is not None and named != row:
+        raise RolloutError(f"--prompt-data {path}: row {row}: prompt {str(prompt)[:60]!r} names another row ({named})")
     return row
+
+
+def _named_row(prompt) -> int | None:
+    """The row an sftpack prompt names: ``"sftpack row K"`` (format 1) or ``[{"content": "sftpack row K", ...}]``.
+
+    >>> _named_row("sftpack row 3"), _named_row([{"role": "user", "content": "sftpack row 4"}]), _named_row("hi")
+    (3, 4, None)
+    """
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], dict):
+        prompt = prompt[0].get("content")
+    m = re.fullmatch(r"sftpack row (\d+)", prompt) if isinstance(prompt, str) else None
+    return int(m.group(1)) if m else None
+
+
+def available_rows(prompt_data: str, source: RowSource, data_buffer) -> int:
+    """How many rows the trainer's data source holds: its own length when it has one (slime's and miles'
+    ``RolloutDataSourceWithBuffer``), else the file's rows within ``--prompt-data``'s ``@[start:end]`` slice."""
+    try:
+        n = len(data_buffer)
+    except (TypeError, AttributeError):
+        n = None
+    if isinstance(n, int) and n > 0:
+        return n
+    m = re.match(r"^.*@\[(-?\d*):(-?\d*)\]$", prompt_data)
+    if not m:
+        return source.num_rows
+    start, stop = (int(x) if x else None for x in m.groups())
+    return len(range(source.num_rows)[start:stop])
+
+
+def _check_args(args, path: str, source: RowSource, data_buffer) -> None:
+    """Misuse the trainers would only report later, or not at all, refused on the first call with one line."""
+    batch = getattr(args, "rollout_batch_size", None)
+    if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+        raise RolloutError(f"pretokenized_sft_rollout needs --rollout-batch-size >= 1 (got {batch!r})")
+    rows = available_rows(args.prompt_data, source, data_buffer)
+    if rows < batch:
+        # slime would wrap into a second epoch that still lacks rows and fail in dp_schedule.py; miles with
+        # "Not enough samples".
+        raise RolloutError(f"--prompt-data {args.prompt_data}: holds {rows} rows but --rollout-batch-size is {batch}: "
+                           f"build at least {batch} rows (sftpack build --rows) or lower --rollout-batch-size")
+    max_len = getattr(args, "rollout_max_context_len", None)
+    if max_len is not None and max_len < source.row_tokens:
+        # slime's sft_rollout would silently truncate; a fixed-length row cut short is no longer the recipe's row.
+        raise RolloutError(f"--prompt-data {path}: rows are {source.row_tokens} tokens but --rollout-max-context-len "
+                           f"is {max_len}; unset it or build rows of that length")
 
 
 def generate_rollout(args, rollout_id, data_buffer, evaluation=False):
@@ -199,11 +247,7 @@ def generate_rollout(args, rollout_id, data_buffer, evaluation=False):
         raise RolloutError(f"pretokenized_sft_rollout needs a data buffer with get_samples(); got {type(data_buffer).__name__}")
     path = prompt_data_path(args.prompt_data)
     source = row_source(path)
-    max_len = getattr(args, "rollout_max_context_len", None)
-    if max_len is not None and max_len < source.row_tokens:
-        # slime's sft_rollout would silently truncate; a fixed-length row cut short is no longer the recipe's row.
-        raise RolloutError(f"--prompt-data {path}: rows are {source.row_tokens} tokens but --rollout-max-context-len "
-                           f"is {max_len}; unset it or build rows of that length")
+    _check_args(args, path, source, data_buffer)
 
     groups = data_buffer.get_samples(args.rollout_batch_size)
     samples = [sample for group in groups for sample in group]

@@ -3,8 +3,13 @@
 One parquet row per packed row. ``tokens`` holds the row's token ids as little-endian int32 bytes and
 ``loss_mask`` one byte (0/1) per token: exactly the bytes ``rows_sha256`` hashes, and cheap for slime's
 loader (``to_pylist()`` makes one ``bytes`` object per row instead of 8,192 Python ints). The trainer reads
-``messages`` (a row reference) and ``metadata`` (``{"row": k, "build": name}``); provenance columns say which
-source conversations each row holds.
+``messages`` (a one-message chat naming the row: ``[{"role": "user", "content": "sftpack row K"}]``) and
+``metadata`` (``{"row": K, "build": name}``); provenance columns say which source conversations each row holds.
+
+Format versions (schema metadata ``sftpack.format``): ``1`` wrote ``messages`` as the plain string
+``"sftpack row K"``; ``2`` writes it as a chat list, because slime and miles require a list prompt when
+``--hf-checkpoint`` ships a processor (Qwen3.5, Gemma 4 and Kimi K2.x do). Rows and ``rows_sha256`` are the
+same in both; every reader accepts both and refuses a newer version.
 
     >>> import numpy as np
     >>> rows_sha256_of(np.array([[1, 2]], np.int32), np.array([[0, 1]], np.uint8)) == __import__("hashlib").sha256(
@@ -24,13 +29,16 @@ import pyarrow.parquet as pq
 
 from .errors import UsageError
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
+READABLE_FORMATS = ("1", "2")  # versions this sftpack reads; a file claiming another is refused
+
+MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
 
 SCHEMA = pa.schema(
     [
         pa.field("tokens", pa.binary()),  # row_tokens x int32, little-endian
         pa.field("loss_mask", pa.binary()),  # row_tokens x uint8 (0/1)
-        pa.field("messages", pa.string()),  # what slime's --input-key reads: "sftpack row K"
+        pa.field("messages", pa.list_(MESSAGE)),  # what slime's --input-key reads: [{"role": "user", "content": "sftpack row K"}]
         pa.field("metadata", pa.struct([pa.field("row", pa.int64()), pa.field("build", pa.string())])),
         pa.field("supervised_tokens", pa.int32()),
         pa.field("conversation_ids", pa.list_(pa.string())),  # source ids, in row order
@@ -40,6 +48,15 @@ SCHEMA = pa.schema(
     ]
 )
 PROVENANCE_COLUMNS = ["conversation_ids", "conversation_starts", "conversation_lengths", "conversation_offsets"]
+
+
+def row_prompt(row: int) -> list[dict]:
+    """The ``messages`` value of row ``row``: a one-message chat that only names the row.
+
+    >>> row_prompt(17)
+    [{'role': 'user', 'content': 'sftpack row 17'}]
+    """
+    return [{"role": "user", "content": f"sftpack row {row}"}]
 
 
 def rows_sha256_of(tokens: np.ndarray, loss_mask: np.ndarray) -> str:
@@ -65,10 +82,25 @@ def open_rows(path: str | Path) -> pq.ParquetFile:
         pf = pq.ParquetFile(path)
     except Exception as e:
         raise NotSftpackRows(f"{path}: not a parquet file ({e})") from None
+    _check_format(pf, path)
     names = pf.schema_arrow.names
     if "tokens" not in names or "loss_mask" not in names or pf.schema_arrow.field("tokens").type != pa.binary():
         raise NotSftpackRows(f"{path}: not sftpack rows (needs binary `tokens` and `loss_mask` columns)")
     return pf
+
+
+def format_of(pf: pq.ParquetFile) -> str:
+    """The file's format version (``"1"`` for files that predate the ``sftpack.format`` key)."""
+    value = (pf.schema_arrow.metadata or {}).get(b"sftpack.format", b"1")
+    return value.decode("utf-8", "replace")
+
+
+def _check_format(pf: pq.ParquetFile, path) -> None:
+    version = format_of(pf)
+    if version not in READABLE_FORMATS:
+        shown = version if version.isprintable() and len(version) <= 20 else repr(version[:20])
+        raise NotSftpackRows(f"{path}: rows format {shown} is not one this sftpack reads "
+                             f"({', '.join(READABLE_FORMATS)}): upgrade sftpack (pip install -U sftpack)")
 
 
 def row_tokens_of(pf: pq.ParquetFile) -> int:

@@ -21,14 +21,14 @@ import yaml
 
 from .errors import UsageError
 from .pack import Row
-from .rows import FORMAT_VERSION, SCHEMA, file_sha256
+from .rows import FORMAT_VERSION, SCHEMA, file_sha256, row_prompt
 
 ROWS_PER_GROUP = 64  # ~2.6 MB of tokens per row group at 8,192 tokens: the trainer reads a batch in a few groups
 # Fixed writer options: the file's bytes depend only on the rows and the pyarrow version.
 WRITER_OPTIONS = dict(
     compression="zstd",
     compression_level=3,
-    use_dictionary=["messages", "metadata.build"],
+    use_dictionary=["messages.list.element.role", "metadata.build"],
     write_statistics=False,
     version="2.6",
     data_page_version="1.0",
@@ -136,7 +136,7 @@ class RowWriter:
         columns = {
             "tokens": pa.array([t for t, _, _ in self._pending], pa.binary()),
             "loss_mask": pa.array([m for _, m, _ in self._pending], pa.binary()),
-            "messages": pa.array([f"sftpack row {first + i}" for i in range(len(rows))], pa.string()),
+            "messages": pa.array([row_prompt(first + i) for i in range(len(rows))], SCHEMA.field("messages").type),
             "metadata": pa.array([{"row": first + i, "build": self.build_name} for i in range(len(rows))], SCHEMA.field("metadata").type),
             "supervised_tokens": pa.array([r.supervised for r in rows], pa.int32()),
             "conversation_ids": pa.array([[p.conversation for p in r.pieces] for r in rows], pa.list_(pa.string())),

@@ -199,7 +199,7 @@ def test_done_when_sample_build_64_rows(tmp_path, capsys):
 def test_parquet_metadata_keys(built):
     out, _ = built
     meta = pq.ParquetFile(out / f"{NAME}.parquet").schema_arrow.metadata
-    assert meta[b"sftpack.build"] == NAME.encode() and meta[b"sftpack.format"] == b"1" and meta[b"sftpack.row_tokens"] == b"512"
+    assert meta[b"sftpack.build"] == NAME.encode() and meta[b"sftpack.format"] == b"2" and meta[b"sftpack.row_tokens"] == b"512"
 
 
 def test_ratio_is_written_with_six_decimals(tmp_path, source_file):

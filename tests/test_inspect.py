@@ -296,4 +296,4 @@ def test_datasets_and_pandas_read_the_rows(rows_path, tmp_path):
     assert set(ds.column_names) == columns and len(ds) == ROWS
     assert np.array_equal(np.frombuffer(ds[0]["tokens"], "<i4"), tokens[0])
     assert ds[3]["conversation_offsets"] == read_provenance(rows_path, 3).offsets
-    assert ds[2]["messages"] == "sftpack row 2"
+    assert ds[2]["messages"] == [{"role": "user", "content": "sftpack row 2"}]

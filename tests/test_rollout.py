@@ -1,24 +1,20 @@
 """``pretokenized_sft_rollout.generate_rollout`` behind a slime-style loader, on rows from a real small build.
 
-The loader is reimplemented here as slime (slime/utils/data.py, slime/rollout/data_source.py) and miles
-(miles/utils/data.py) do it: read the parquet, keep ``row["messages"]`` as ``Sample.prompt`` and
-``row["metadata"]`` as ``Sample.metadata``, hand out deep-copied one-sample groups. What reaches the trainer is
+The loader is the test double of ``trainer_double`` (slime's and miles' ``read_file`` / ``Dataset`` /
+``get_samples``, with and without a processor): it keeps ``row["messages"]`` as ``Sample.prompt`` and
+``row["metadata"]`` as ``Sample.metadata``, and hands out deep-copied one-sample groups. What reaches the trainer is
 checked against the bytes in the parquet and against the build record's ``rows_sha256``.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
 import random
 import types
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -30,6 +26,7 @@ from sftpack.pipeline import BuildConfig, build
 from sftpack.pack import Piece, Row
 from sftpack.rollout import RolloutError, RowSource, generate_rollout, row_source
 from sftpack.write import RowWriter
+from trainer_double import DataBuffer, Processor, Sample, trainer_dataset
 
 ROWS, ROW_TOKENS = 150, 64  # three row groups (64 + 64 + 22 rows)
 
@@ -59,65 +56,17 @@ def built(tmp_path_factory):
     return str(path), record
 
 
-# ---------------------------------------------------------------------------------- slime, reimplemented
+# ------------------------------------------------------------------- the trainers' data path (test double)
 
 
-@dataclass
-class Sample:  # the fields of slime.utils.types.Sample that a Dataset and sft_rollout touch
-    group_index: int | None = None
-    index: int | None = None
-    prompt: Any = ""
-    tokens: list = field(default_factory=list)
-    response_length: int = 0
-    label: Any = None
-    reward: Any = None
-    loss_mask: list | None = None
-    metadata: dict = field(default_factory=dict)
+def slime_dataset(path: str, **kw) -> list[Sample]:
+    """slime and miles, text-only checkpoint (no processor)."""
+    return trainer_dataset(path, **kw)
 
 
-def slime_dataset(path: str, prompt_key="messages", metadata_key="metadata") -> list[Sample]:
-    """slime: ``ParquetFile.iter_batches()`` + ``to_pylist()``, all columns; prompt and metadata kept."""
-    samples = []
-    for batch in pq.ParquetFile(path).iter_batches():
-        for data in batch.to_pylist():
-            samples.append(Sample(prompt=data.get(prompt_key), metadata=data.get(metadata_key) or {}))
-    return samples
-
-
-def miles_dataset(path: str, prompt_key="messages", metadata_key="metadata") -> list[Sample]:
-    """miles / older slime: ``pd.read_parquet(dtype_backend="pyarrow")`` + ``iterrows()`` + ``to_dict()``."""
-    df = pd.read_parquet(path, dtype_backend="pyarrow")
-    return [Sample(prompt=d.get(prompt_key), metadata=d.get(metadata_key) or {}) for d in (r.to_dict() for _, r in df.iterrows())]
-
-
-class DataBuffer:
-    """slime's RolloutDataSource.get_samples: next ``n`` samples (wrapping into a reshuffled epoch), deep-copied
-    into groups of ``n_samples_per_prompt``."""
-
-    def __init__(self, samples, shuffle=False, seed=42, n_samples_per_prompt=1):
-        self.origin, self.samples, self.offset, self.epoch = samples, samples, 0, 0
-        self.shuffle, self.seed, self.per_prompt = shuffle, seed, n_samples_per_prompt
-        self._reshuffle()
-
-    def _reshuffle(self):
-        if self.shuffle:
-            random.seed(self.seed + self.epoch)
-            order = list(range(len(self.origin)))
-            random.shuffle(order)
-            self.samples = [self.origin[i] for i in order]
-
-    def get_samples(self, n):
-        if self.offset + n <= len(self.samples):
-            picked = self.samples[self.offset : self.offset + n]
-            self.offset += n
-        else:
-            picked = self.samples[self.offset :]
-            n -= len(picked)
-            self.epoch += 1
-            self._reshuffle()
-            picked += self.samples[:n]
-            self.offset = n
-        return [[copy.deepcopy(s) for _ in range(self.per_prompt)] for s in picked]
+def vlm_dataset(path: str, **kw) -> list[Sample]:
+    """slime and miles with a vision-language checkpoint: the processor demands a chat list prompt."""
+    return trainer_dataset(path, processor=Processor(), **kw)
 
 
 def slime_args(path, batch=32, **kw):
@@ -132,7 +81,7 @@ def first_supervised(mask) -> int:
 # --------------------------------------------------------------------------------------------- the tests
 
 
-@pytest.mark.parametrize("loader", [slime_dataset, miles_dataset])
+@pytest.mark.parametrize("loader", [slime_dataset, vlm_dataset])
 def test_every_row_reaches_the_trainer_as_built(built, loader):
     path, record = built
     tokens, mask = read_rows(path)
@@ -143,7 +92,7 @@ def test_every_row_reaches_the_trainer_as_built(built, loader):
         assert len(groups) == 32 and all(len(g) == 1 for g in groups)
         for (sample,) in groups:
             k = sample.metadata["row"]
-            assert sample.prompt == f"sftpack row {k}"
+            assert sample.prompt == [{"role": "user", "content": f"sftpack row {k}"}]
             assert all(type(x) is int for x in sample.tokens) and all(type(x) is int for x in sample.loss_mask)
             assert sample.tokens == tokens[k].tolist()
             assert sample.response_length == ROW_TOKENS - first_supervised(mask[k].tolist())
