@@ -5,7 +5,8 @@ Pipeline (one module per step): ``source`` (read) -> ``conversation`` (check) ->
 """
 
 from .pipeline import BuildConfig, build, permutation
+from .diff import diff_rows
 from .encode import encode_conversation
 from .rows import hash_rows, read_provenance, read_rows, rows_sha256_of
 
-__all__ = ["BuildConfig", "build", "encode_conversation", "hash_rows", "permutation", "read_provenance", "read_rows", "rows_sha256_of"]
+__all__ = ["BuildConfig", "build", "diff_rows", "encode_conversation", "hash_rows", "permutation", "read_provenance", "read_rows", "rows_sha256_of"]

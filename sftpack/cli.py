@@ -168,27 +168,79 @@ def _add_verify(sub) -> None:
     p.add_argument("--tokenizer", help="with --rebuild: local tokenizer directory or tokenizer.json")
     p.add_argument("--workers", type=int, help="with --rebuild: encoding processes (default: all cores)")
     p.add_argument("--keep", metavar="DIR", help="with --rebuild: write the rebuilt rows to DIR instead of a temporary directory")
+    p.add_argument("--against", metavar="OTHER.parquet", help="when rows_sha256 does not match, diff the rows with "
+                   "OTHER.parquet (as `sftpack diff`): where they first differ and why")
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.set_defaults(func=cmd_verify)
 
 
 def cmd_verify(args) -> int:
-    from .verify import format_report, load_declared, report_json, verdict, verify_rebuild, verify_rows
+    from .verify import format_report, load_declared, report_json, rows_mismatch, verdict, verify_rebuild, verify_rows
 
     if not args.rebuild and (args.source or args.tokenizer or args.workers or args.keep):
         raise UsageError("--source, --tokenizer, --workers and --keep go with --rebuild")
     declared = load_declared(args.recipe)
+    diffs = []
+
+    def against(rows_path):  # runs while the rows exist (a rebuild's temporary directory is removed afterwards)
+        from .diff import diff_rows
+
+        diffs.append(diff_rows(rows_path, args.against))
+
+    if args.against:
+        from .rows import open_rows
+
+        open_rows(args.against)  # an unusable OTHER is exit 2 before any slow step
     if args.rebuild:
-        checks = verify_rebuild(declared, args.source, args.tokenizer, args.workers, keep=args.keep)
+        checks = verify_rebuild(declared, args.source, args.tokenizer, args.workers, keep=args.keep,
+                                on_mismatch=against if args.against else None)
         target = "rows rebuilt from it"
     else:
         checks = verify_rows(declared, args.rows)
         target = args.rows
+        if args.against and rows_mismatch(checks):
+            against(args.rows)
     if args.json:
-        print(json.dumps(report_json(declared, checks, target), indent=2, ensure_ascii=False))
+        report = report_json(declared, checks, target)
+        if args.against:
+            report["diff"] = diffs[0] if diffs else None
+        print(json.dumps(report, indent=2, ensure_ascii=False))
     else:
         print(format_report(declared, checks, target))
+        if args.against:
+            from .diff import format_diff
+
+            print("\n" + (format_diff(diffs[0]) if diffs else f"--against {args.against}: not compared, rows_sha256 matches"))
     return verdict(checks)[0]
+
+
+def _add_diff(sub) -> None:
+    p = sub.add_parser("diff", help="where two rows files first differ, and why", description=(
+        "Compare two rows files row by row (streaming, a few row groups in memory): rows identical, the first "
+        "differing row and position, tokens or loss mask only, the conversations there on both sides, both sides "
+        "decoded around it, and the likely cause (tokenizer/template, loss-mask rule, order: seed, source revision "
+        "or skipped rows, EOS, shift) with its evidence. Exit 0 identical, 1 different, 2 unusable input."))
+    p.add_argument("a", metavar="A.parquet")
+    p.add_argument("b", metavar="B.parquet")
+    p.add_argument("--tokenizer", action="append", metavar="PATH", help="tokenizer that decodes the rows (default: the "
+                   "model of each build record); once for both files, or twice: A's, then B's")
+    p.add_argument("--model", help="model profile whose tokenizer decodes both files (default: each build record's)")
+    p.add_argument("--no-decode", action="store_true", help="do not load a tokenizer or decode")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--color", choices=["auto", "always", "never"], default="auto", help="ANSI colour (as inspect)")
+    p.set_defaults(func=cmd_diff)
+
+
+def cmd_diff(args) -> int:
+    from .diff import diff_rows, format_diff
+
+    result = diff_rows(args.a, args.b, tokenizer=args.tokenizer, model=args.model, decode=not args.no_decode)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
+        print(format_diff(result, color=color))
+    return result["exit"]
 
 
 def _add_inspect(sub) -> None:
@@ -249,7 +301,7 @@ def cmd_loss(args) -> int:
     return 0
 
 
-COMMANDS = [_add_build, _add_models, _add_hash, _add_encode, _add_verify, _add_inspect, _add_loss]
+COMMANDS = [_add_build, _add_models, _add_hash, _add_encode, _add_verify, _add_inspect, _add_diff, _add_loss]
 
 
 def make_parser() -> argparse.ArgumentParser:

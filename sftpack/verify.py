@@ -307,10 +307,17 @@ def _pinned_check(declared: dict, record: dict | None) -> Check:
                  f"{where}: {state} (tokenizer {src.get('tokenizer_source', 'source unknown')}; {detail})")
 
 
+def rows_mismatch(checks: list[Check]) -> bool:
+    """True when the rows_sha256 check failed (the rows are not the declared ones)."""
+    return any(c.field == "rows_sha256" and c.ok is False for c in checks)
+
+
 def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | None = None,
-                   workers: int | None = None, progress: bool | None = None, keep: str | Path | None = None) -> list[Check]:
+                   workers: int | None = None, progress: bool | None = None, keep: str | Path | None = None,
+                   on_mismatch=None) -> list[Check]:
     """Build the rows ``declared`` describes into a temporary directory (or ``keep``) and verify them, including
-    the tokenizer files used against the sha256s in the declaration."""
+    the tokenizer files used against the sha256s in the declaration. ``on_mismatch(parquet_path)`` is called
+    while the rebuilt rows still exist when their rows_sha256 does not match (``verify --against``)."""
     from .pipeline import BuildConfig, build
     from .profiles import TULU_REPO
 
@@ -341,6 +348,8 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
             dataset_revision=revision, progress=sys.stderr.isatty() if progress is None else progress,
         ))
         checks = verify_rows(declared, out / f"{declared['name']}.parquet")
+        if on_mismatch is not None and rows_mismatch(checks):
+            on_mismatch(out / f"{declared['name']}.parquet")
     checks.insert(0, Check("rebuilt from", f"model {model}", f"--source {source}" + (f" --tokenizer {tokenizer}" if tokenizer else ""), None,
                            f"rows written to {keep}" if keep else "in a temporary directory, removed afterwards"))
     return checks
@@ -434,5 +443,5 @@ def report_json(declared: dict, checks: list[Check], target: str) -> dict:
     }
 
 
-__all__ = ["Check", "load_declared", "verify_rows", "verify_rebuild", "verdict", "format_report", "report_json",
+__all__ = ["Check", "load_declared", "verify_rows", "verify_rebuild", "rows_mismatch", "verdict", "format_report", "report_json",
            "parse_tokenizer_sha256", "NotSftpackRows"]

@@ -1,0 +1,336 @@
+"""``sftpack diff`` and ``verify --against`` (issue 18): pairs of builds that differ by exactly one cause each.
+
+Each pair is built from the same small source (``rows_fixtures``: 40 conversations, 6 rows x 512 tokens, the
+offline Qwen3.5 vocabulary) with one thing changed: the seed, one conversation made unusable (skipped), the
+loss-mask rule, the EOS token; and, with the small Kimi tokenizer of ``small_vocabs``, a tokenizer whose two
+merges swapped ranks. The expected row and position come from the inputs, not from diff: the permutation
+(numpy's ``default_rng``), each conversation's encoding, and the packing arithmetic of the README (conversations
+in order, one EOS between consecutive ones, consecutive 512-token rows); or, where that is only a restatement of
+the build, from a plain numpy comparison of the two files' rows. Writer row groups are made small (2 and 3
+rows) so that the comparison streams across several, differently aligned row groups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from qwen_reference import QWEN_IDS
+from rows_fixtures import MODEL, NAME, ROW_TOKENS, ROWS, conversations, offline
+from sftpack import BuildConfig, build, diff_rows, read_rows
+from sftpack.cli import main
+
+SEED = 42
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_hub():
+    """Offline, and the Qwen3.5 vocabulary loaded once per EOS token for the module's builds and diffs (it takes
+    seconds to load; the builds would otherwise load it a dozen times)."""
+    from functools import lru_cache
+
+    import sftpack.vocab_loading as vocab_loading
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(vocab_loading, "load_offline_qwen", lru_cache(maxsize=None)(vocab_loading.load_offline_qwen))
+    with offline():
+        yield
+    mp.undo()
+
+
+def _write_source(path: Path, convs: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(c) + "\n" for c in convs), encoding="utf-8")
+    return path
+
+
+def _build(directory: Path, convs=None, group=2, model=MODEL, name=NAME, **config) -> Path:
+    """Build 6 x 512 rows from ``convs`` (default: the fixture's) with ``group`` rows per parquet row group."""
+    import sftpack.write
+
+    directory.mkdir(parents=True, exist_ok=True)
+    source = _write_source(directory / "convs.jsonl", convs if convs is not None else conversations())
+    mp = pytest.MonkeyPatch()
+    mp.setattr(sftpack.write, "ROWS_PER_GROUP", group)
+    try:
+        build(BuildConfig(model=model, source=str(source), rows=ROWS, row_tokens=ROW_TOKENS, out=str(directory / "out"),
+                          workers=1, progress=False, name=name, **config))
+    finally:
+        mp.undo()
+    return directory / "out" / f"{name}.parquet"
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    return _build(tmp_path_factory.mktemp("diff-a"), group=2)
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    """The same build with the next seed."""
+    return _build(tmp_path_factory.mktemp("diff-seed"), group=3, seed=SEED + 1)
+
+
+def skipped_id() -> str:
+    return order()[2]  # the third conversation of the order
+
+
+@pytest.fixture(scope="module")
+def skipped(tmp_path_factory):
+    """The same build from a source whose third conversation (in the order) has no assistant message: skipped."""
+    convs = [dict(c, messages=[m for m in c["messages"] if m["role"] != "assistant"]) if c["id"] == skipped_id() else c
+             for c in conversations()]
+    return _build(tmp_path_factory.mktemp("diff-skip"), convs, group=3)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    from sftpack.encode import make_encoder
+    from sftpack.profiles import load_profile
+    from sftpack.vocab_loading import load_vocab
+
+    profile = load_profile(MODEL)
+    return make_encoder(profile, load_vocab(profile))
+
+
+def order(seed: int = SEED) -> list[str]:
+    return [f"c{i:02d}" for i in np.random.default_rng(seed).permutation(len(conversations()))]
+
+
+def brute_first_difference(a: Path, b: Path) -> tuple[int, int]:
+    ta, ma = read_rows(a)
+    tb, mb = read_rows(b)
+    rows, cols = np.nonzero((ta != tb) | (ma != mb))
+    return int(rows[0]), int(cols[0])
+
+
+def lengths(encoder) -> dict[str, int]:
+    return {c["id"]: len(encoder(c["messages"])[0]) for c in conversations()}
+
+
+def stream_start(ids: list[str], length: dict[str, int], k: int) -> int:
+    """Where the k-th conversation of ``ids`` starts in the packed stream (one EOS between conversations)."""
+    return sum(length[c] + 1 for c in ids[:k])
+
+
+# --------------------------------------------------------------------------------------------------------
+# One cause each
+
+
+def test_identical_copy_is_exit_0(base, tmp_path, capsys):
+    copy = tmp_path / "copy.parquet"
+    shutil.copy(base, copy)
+    result = diff_rows(base, copy)
+    assert result["identical"] and result["exit"] == 0 and result["cause"] is None
+    assert result["counts"] == {"compared": ROWS, "identical": ROWS, "tokens_differ": 0, "mask_only": 0}
+    assert main(["diff", str(base), str(copy)]) == 0
+    assert "IDENTICAL" in capsys.readouterr().out
+
+
+def test_different_seed(base, seeded, capsys):
+    other = seeded
+    result = diff_rows(base, other)
+    first, cause = result["first"], result["cause"]
+    assert result["exit"] == 1 and cause["cause"] == "seed"
+    assert (first["row"], first["position"]) == brute_first_difference(base, other)
+    assert first["row"] == 0
+    # the conversations at the place are the first of each permutation
+    at = {s: [p["conversation"] for p in first["conversations"][s] if p["at_difference"]] for s in "AB"}
+    assert at == {"A": [order(SEED)[0]], "B": [order(SEED + 1)[0]]}
+    assert any("seeds differ: A 42, B 43" in e for e in cause["evidence"])
+    assert main(["diff", str(base), str(other), "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["cause"]["cause"] == "seed"
+
+
+def test_one_skipped_conversation(base, skipped, encoder):
+    ids = order()
+    other, skipped = skipped, skipped_id()
+    length = lengths(encoder)
+    start = stream_start(ids, length, 2)  # where the skipped conversation starts in A's stream
+    a_tokens = encoder(conversations()[int(skipped[1:])]["messages"])[0]
+    b_tokens = encoder(conversations()[int(ids[3][1:])]["messages"])[0]
+    same = int(np.flatnonzero(a_tokens[: len(b_tokens)] != b_tokens[: len(a_tokens)])[0])  # shared opening tokens
+    result = diff_rows(base, other)
+    first, cause = result["first"], result["cause"]
+    assert (first["row"], first["position"]) == divmod(start + same, ROW_TOKENS)
+    assert cause["cause"] == "skipped_rows" and cause["missing"] == {"B": [skipped]}
+    assert any(f"A holds {length[skipped] + 1:,} tokens more" in e for e in cause["evidence"])
+    assert any("skips differ" in e and "no_assistant_message" in e for e in cause["evidence"])
+
+
+def test_loss_mask_rule_change(base, tmp_path):
+    import sftpack.profiles as profiles
+
+    real = profiles.load_mask_rule
+    mp = pytest.MonkeyPatch()  # the rule now supervises the "<think>\n" the generation prompt writes, too
+    mp.setattr(profiles, "load_mask_rule", lambda name: dataclasses.replace(real(name), skip_after_header=""))
+    try:
+        other = _build(tmp_path / "b", group=3)
+    finally:
+        mp.undo()
+    tokens, mask = read_rows(base)
+    think = int(np.flatnonzero(tokens[0] == QWEN_IDS["<think>"])[0])  # the first <think> after an assistant header
+    assert mask[0, think] == 0
+    result = diff_rows(base, other)
+    first, cause = result["first"], result["cause"]
+    assert (first["row"], first["position"]) == (0, think)
+    assert first["what"] == "loss_mask" and first["loss_mask"] == {"A": 0, "B": 1} and first["row_tokens_identical"]
+    assert cause["cause"] == "loss_mask"
+    assert result["counts"]["tokens_differ"] == 0 and result["counts"]["mask_only"] == ROWS
+
+
+def test_changed_eos(base, tmp_path, encoder):
+    import sftpack.pipeline as pipeline
+
+    real = pipeline.load_profile
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pipeline, "load_profile", lambda m: dataclasses.replace(real(m), eos_token="<|endoftext|>"))
+    try:
+        other = _build(tmp_path / "b", group=3)
+    finally:
+        mp.undo()
+    first_length = lengths(encoder)[order()[0]]  # the first EOS follows the first conversation
+    result = diff_rows(base, other)
+    first, cause = result["first"], result["cause"]
+    assert (first["row"], first["position"]) == (0, first_length)
+    assert first["tokens"] == {"A": QWEN_IDS["<|im_end|>"], "B": QWEN_IDS["<|endoftext|>"]}
+    assert cause["cause"] == "eos"
+    assert first["conversations"]["A_at_eos"] and first["conversations"]["B_at_eos"]
+
+
+def test_tokenizer_change(tmp_path):
+    """Kimi's layout with the small test vocabulary; B's tiktoken.model swaps the ranks of two merges."""
+    from small_vocabs import kimi_test_files
+
+    dirs = {}
+    for side in "AB":
+        dirs[side] = tmp_path / f"tok-{side}"
+        kimi_test_files(dirs[side])
+    lines = (dirs["B"] / "tiktoken.model").read_text().splitlines()
+    ranks = {int(line.split()[1]): i for i, line in enumerate(lines)}
+    er, in_ = ranks[259], ranks[263]  # b"er" and b"in": both frequent in the fixture's words
+    lines[er], lines[in_] = lines[er].replace(" 259", " 263"), lines[in_].replace(" 263", " 259")
+    (dirs["B"] / "tiktoken.model").write_text("\n".join(lines) + "\n")
+    files = {s: _build(tmp_path / s, model="Kimi-K2.6", name="kimi", tokenizer=str(dirs[s])) for s in "AB"}
+    result = diff_rows(files["A"], files["B"], tokenizer=[dirs["A"], dirs["B"]])
+    first, cause = result["first"], result["cause"]
+    assert (first["row"], first["position"]) == brute_first_difference(files["A"], files["B"])
+    assert cause["cause"] == "tokenizer"
+    assert any("tiktoken.model" in e for e in cause["evidence"])
+    assert any("the same on both sides" in e for e in cause["evidence"])
+    at = {s: [p["conversation"] for p in first["conversations"][s] if p["at_difference"]] for s in "AB"}
+    assert at["A"] == at["B"] and at["A"][0] in order()
+
+
+# --------------------------------------------------------------------------------------------------------
+# Without provenance, shifts, row counts, unusable input
+
+
+def _without_provenance(path: Path, out: Path) -> Path:
+    table = pq.read_table(path)
+    pq.write_table(table.select(["tokens", "loss_mask"]).replace_schema_metadata(table.schema.metadata), out,
+                   row_group_size=2)
+    return out
+
+
+def test_skip_without_provenance_is_a_shift(base, skipped, tmp_path, encoder):
+    other = _without_provenance(skipped, tmp_path / "bare.parquet")
+    result = diff_rows(base, other, decode=False)
+    cause = result["cause"]
+    assert result["b"]["provenance"] is False and result["first"]["conversations"]["B"] is None
+    assert cause["cause"] == "shift" and cause["shift"] == {"extra": "A", "tokens": lengths(encoder)[skipped_id()] + 1}
+    assert any("B has no provenance" in e for e in cause["cannot_tell"])
+
+
+def test_one_eos_more_written_directly(tmp_path):
+    """Rows written with the project's writer: B's stream holds one EOS more between two conversations."""
+    from sftpack.pack import pack
+    from sftpack.write import RowWriter
+
+    rng = np.random.default_rng(0)
+    convs = [(f"x{i}", rng.integers(10, 500, n).astype(np.int32), (rng.random(n) < 0.5).astype(np.uint8))
+             for i, n in enumerate([300, 200, 700, 150, 900, 400, 650])]
+    eos = 7
+    extra = [(c, np.concatenate(([eos], t)) if c == "x3" else t, np.concatenate(([0], m)) if c == "x3" else m)
+             for c, t, m in convs]
+    paths = {}
+    for side, stream in (("A", convs), ("B", extra)):
+        paths[side] = tmp_path / f"{side}.parquet"
+        writer = RowWriter(paths[side], 256, "synthetic")
+        for row in pack(stream, 256, eos):
+            writer.write(row)
+        writer.close()
+    bare = _without_provenance(paths["B"], tmp_path / "B-bare.parquet")
+    at = 300 + 1 + 200 + 1 + 700 + 1  # x3 starts here in A; B has its extra EOS there
+    result = diff_rows(paths["A"], bare)
+    assert divmod(at, 256) == (result["first"]["row"], result["first"]["position"])
+    assert result["cause"]["cause"] == "eos" and "B has one EOS more" in result["cause"]["summary"]
+    with_provenance = diff_rows(paths["A"], paths["B"])  # x3 is one token longer on B: packing sees other tokens
+    assert with_provenance["first"]["position"] == result["first"]["position"]
+
+
+def test_row_count(base, tmp_path):
+    table = pq.read_table(base)
+    short = tmp_path / "short.parquet"
+    pq.write_table(table.slice(0, 4).replace_schema_metadata(table.schema.metadata), short)
+    result = diff_rows(base, short)
+    assert result["exit"] == 1 and result["cause"]["cause"] == "row_count"
+    assert result["counts"]["compared"] == 4 and result["counts"]["identical"] == 4
+
+
+def test_unusable_input_is_exit_2(base, tmp_path, capsys):
+    assert main(["diff", str(base), str(tmp_path / "missing.parquet")]) == 2
+    not_rows = tmp_path / "x.parquet"
+    pq.write_table(pq.read_table(base).select(["messages"]), not_rows)
+    assert main(["diff", str(base), str(not_rows)]) == 2
+    table = pq.read_table(base)
+    other_width = tmp_path / "w.parquet"
+    meta = dict(table.schema.metadata)
+    meta[b"sftpack.row_tokens"] = b"256"
+    pq.write_table(table.select(["tokens", "loss_mask"]).replace_schema_metadata(meta), other_width)
+    assert main(["diff", str(base), str(other_width)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "different lengths" in err
+
+
+def test_reads_at_most_a_block_at_a_time(base, tmp_path, monkeypatch):
+    import sftpack.diff as diff
+
+    copy = tmp_path / "copy.parquet"
+    shutil.copy(base, copy)
+    sizes = []
+    real = diff.read_rows
+    monkeypatch.setattr(diff, "BLOCK", 2)
+    monkeypatch.setattr(diff, "read_rows", lambda p, rows: sizes.append(rows.stop - rows.start) or real(p, rows))
+    assert diff_rows(base, copy)["identical"]
+    assert sizes == [2] * 6  # 3 blocks per file, never the whole file
+
+
+# --------------------------------------------------------------------------------------------------------
+# The report, and verify --against
+
+
+def test_text_report_decodes_both_sides(base, seeded, capsys):
+    other = seeded
+    assert main(["diff", str(base), str(other), "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    assert "first difference  row 0, position" in out and "cause             seed" in out
+    assert f"── conversation {order(SEED)[0]} ──" in out and f"── conversation {order(SEED + 1)[0]} ──" in out
+    assert "⟦" in out and "▶" in out and out.rstrip().splitlines()[-1].startswith("DIFFERENT: seed")
+
+
+def test_verify_against(base, seeded, tmp_path, capsys):
+    other = seeded
+    record = base.with_name(f"{NAME}.build.yaml")
+    assert main(["verify", str(record), "--rows", str(other), "--against", str(base), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["status"] == "mismatch" and report["diff"]["cause"]["cause"] == "seed"
+    assert report["diff"]["a"]["path"] == str(other)
+    assert main(["verify", str(record), "--rows", str(base), "--against", str(other)]) == 0
+    assert "not compared, rows_sha256 matches" in capsys.readouterr().out
+    assert main(["verify", str(record), "--rows", str(other), "--against", str(tmp_path / "nope.parquet")]) == 2
