@@ -2,7 +2,7 @@
 
 Each pair is built from the same small source (``rows_fixtures``: 40 conversations, 6 rows x 512 tokens, the
 offline Qwen3.5 vocabulary) with one thing changed: the seed, one conversation made unusable (skipped), the
-loss-mask rule, the EOS token; and, with the small Kimi tokenizer of ``small_vocabs``, a tokenizer whose two
+loss-mask rule, the EOS token (the last two through profile files, ``--model PATH.yaml``); and, with the small Kimi tokenizer of ``small_vocabs``, a tokenizer whose two
 merges swapped ranks. The expected row and position come from the inputs, not from diff: the permutation
 (numpy's ``default_rng``), each conversation's encoding, and the packing arithmetic of the README (conversations
 in order, one EOS between consecutive ones, consecutive 512-token rows); or, where that is only a restatement of
@@ -12,7 +12,6 @@ rows) so that the comparison streams across several, differently aligned row gro
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -35,10 +34,10 @@ def no_hub():
     seconds to load; the builds would otherwise load it a dozen times)."""
     from functools import lru_cache
 
-    import sftpack.vocab_loading as vocab_loading
+    import sftpack.vocab as vocab
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(vocab_loading, "load_offline_qwen", lru_cache(maxsize=None)(vocab_loading.load_offline_qwen))
+    mp.setattr(vocab, "load_offline_qwen", lru_cache(maxsize=None)(vocab.load_offline_qwen))
     with offline():
         yield
     mp.undo()
@@ -163,16 +162,33 @@ def test_one_skipped_conversation(base, skipped, encoder):
     assert any("skips differ" in e and "no_assistant_message" in e for e in cause["evidence"])
 
 
-def test_loss_mask_rule_change(base, tmp_path):
-    import sftpack.profiles as profiles
+def _profile(directory: Path, name: str, replace: dict[str, str], rule: str | None = None) -> str:
+    """A profile file (``--model PATH.yaml``): the packaged Qwen3.5-122B-A10B profile with lines replaced, and
+    beside it ``masks/RULE.yaml`` when ``rule`` is given (the packaged qwen3_5 rule, renamed, the
+    "<think>\\n" after the header supervised too)."""
+    from sftpack.profiles import resource_dir
 
-    real = profiles.load_mask_rule
-    mp = pytest.MonkeyPatch()  # the rule now supervises the "<think>\n" the generation prompt writes, too
-    mp.setattr(profiles, "load_mask_rule", lambda name: dataclasses.replace(real(name), skip_after_header=""))
-    try:
-        other = _build(tmp_path / "b", group=3)
-    finally:
-        mp.undo()
+    text = (resource_dir("configs") / f"{MODEL}.yaml").read_text(encoding="utf-8")
+    for old, new in replace.items():
+        assert old in text
+        text = text.replace(old, new)
+    (directory / "configs").mkdir(parents=True, exist_ok=True)
+    (directory / "configs" / f"{name}.yaml").write_text(text, encoding="utf-8")
+    if rule is not None:
+        rule_text = (resource_dir("masks") / "qwen3_5.yaml").read_text(encoding="utf-8")
+        for old, new in (("name: qwen3_5", f"name: {rule}"), ('skip_after_header: "<think>\\n"', 'skip_after_header: ""'),
+                         ('supervised_chars: "\\n</think>', 'supervised_chars: "<think>\\n\\n</think>')):
+            assert old in rule_text, old
+            rule_text = rule_text.replace(old, new)
+        (directory / "masks").mkdir(parents=True, exist_ok=True)
+        (directory / "masks" / f"{rule}.yaml").write_text(rule_text, encoding="utf-8")
+    return str(directory / "configs" / f"{name}.yaml")
+
+
+def test_loss_mask_rule_change(base, tmp_path):
+    model = _profile(tmp_path / "profile", "qwen-think", {"loss_mask: qwen3_5": "loss_mask: qwen3_5_think"},
+                     rule="qwen3_5_think")
+    other = _build(tmp_path / "b", group=3, model=model)
     tokens, mask = read_rows(base)
     think = int(np.flatnonzero(tokens[0] == QWEN_IDS["<think>"])[0])  # the first <think> after an assistant header
     assert mask[0, think] == 0
@@ -181,19 +197,13 @@ def test_loss_mask_rule_change(base, tmp_path):
     assert (first["row"], first["position"]) == (0, think)
     assert first["what"] == "loss_mask" and first["loss_mask"] == {"A": 0, "B": 1} and first["row_tokens_identical"]
     assert cause["cause"] == "loss_mask"
+    assert any("rules A qwen3_5, B qwen3_5_think" in e for e in cause["evidence"])
     assert result["counts"]["tokens_differ"] == 0 and result["counts"]["mask_only"] == ROWS
 
 
 def test_changed_eos(base, tmp_path, encoder):
-    import sftpack.pipeline as pipeline
-
-    real = pipeline.load_profile
-    mp = pytest.MonkeyPatch()
-    mp.setattr(pipeline, "load_profile", lambda m: dataclasses.replace(real(m), eos_token="<|endoftext|>"))
-    try:
-        other = _build(tmp_path / "b", group=3)
-    finally:
-        mp.undo()
+    model = _profile(tmp_path / "profile", "qwen-eos", {'eos_token: "<|im_end|>"': 'eos_token: "<|endoftext|>"'})
+    other = _build(tmp_path / "b", group=3, model=model)
     first_length = lengths(encoder)[order()[0]]  # the first EOS follows the first conversation
     result = diff_rows(base, other)
     first, cause = result["first"], result["cause"]
