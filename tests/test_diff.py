@@ -1,14 +1,14 @@
 """``sftpack diff`` and ``verify --against`` (issue 18): pairs of builds that differ by exactly one cause each.
 
 Each pair is built from the same small source (``rows_fixtures``: 40 conversations, 6 rows x 512 tokens, the
-offline Qwen3.5 vocabulary) with one thing changed: the seed, one conversation made unusable (skipped), the
-loss-mask rule, the EOS token (the last two through profile files, ``--model PATH.yaml``); and, with the small Kimi tokenizer of ``small_vocabs``, a tokenizer whose two
-merges swapped ranks. The expected row and position come from the inputs, not from diff: the permutation
-(numpy's ``default_rng``), each conversation's encoding, and the packing arithmetic of the README (conversations
-in order, one EOS between consecutive ones, consecutive 512-token rows); or, where that is only a restatement of
-the build, from a plain numpy comparison of the two files' rows. Writer row groups are made small (2 and 3
-rows) so that the comparison streams across several, differently aligned row groups.
-"""
+offline Qwen3.5 vocabulary) with one thing changed: the seed; one conversation made unusable (skipped); the
+loss-mask rule or the EOS token (both through profile files, ``--model PATH.yaml``); and, with the small Kimi
+tokenizer of ``small_vocabs``, a tokenizer whose two merges swapped ranks. The expected row and position come
+from the inputs, not from diff: the permutation (numpy's ``default_rng``), each conversation's encoding, and the
+packing arithmetic of the README (conversations in order, one EOS between consecutive ones, consecutive 512-token
+rows); or, where that is only a restatement of the build, from a plain numpy comparison of the two files' rows.
+Writer row groups are made small (2 and 3 rows) so that the comparison streams across several, differently
+aligned row groups."""
 
 from __future__ import annotations
 
