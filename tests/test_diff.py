@@ -344,3 +344,19 @@ def test_verify_against(base, seeded, tmp_path, capsys):
     assert main(["verify", str(record), "--rows", str(base), "--against", str(other)]) == 0
     assert "not compared, rows_sha256 matches" in capsys.readouterr().out
     assert main(["verify", str(record), "--rows", str(other), "--against", str(tmp_path / "nope.parquet")]) == 2
+
+
+def test_across_format_versions(base, seeded, tmp_path, capsys):
+    """A format-1 file (string ``messages``) against format 2: the rows are compared, not the encoding."""
+    from test_rows_format import rewrite_as
+
+    old = tmp_path / "old.parquet"
+    rewrite_as(base, old, "1", string_messages=True)
+    assert diff_rows(base, old, decode=False)["identical"]
+    old_seeded = tmp_path / "old-seeded.parquet"
+    rewrite_as(seeded, old_seeded, "1", string_messages=True)
+    assert diff_rows(old_seeded, base, decode=False)["cause"]["cause"] == "order"  # no build record beside it
+    newer = tmp_path / "newer.parquet"
+    rewrite_as(base, newer, "99", string_messages=False)
+    assert main(["diff", str(base), str(newer)]) == 2
+    assert "rows format 99" in capsys.readouterr().err
