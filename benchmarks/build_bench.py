@@ -30,12 +30,13 @@ import pyarrow as pa
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tools"))  # tools/synthetic.py
 
 MODEL = "Qwen3.5-122B-A10B"
 
 
 def source_file(n: int, seed: int, cache: Path) -> Path:
-    from sftpack.synthetic import write_synthetic_arrow
+    from synthetic import write_synthetic_arrow
 
     path = cache / f"synthetic-{n}-{seed}.arrow"
     if not path.exists():

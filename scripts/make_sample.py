@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Regenerate the bundled sample ``sftpack/data/tulu3_sample.parquet``, deterministically.
 
-The sample is synthetic (made by :mod:`sftpack.synthetic`, not taken from the hub): 3,000 conversations in the
+The sample is synthetic (made by ``tools/synthetic.py``, not taken from the hub): 3,000 conversations in the
 schema of ``allenai/tulu-3-sft-mixture``. Running this script again gives a byte-identical file (with the same
 pyarrow version); ``tests/test_synthetic.py`` checks that the bundled file equals a fresh regeneration.
 
@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 
-from sftpack.synthetic import write_synthetic_parquet  # noqa: E402
+from synthetic import write_synthetic_parquet  # noqa: E402
 
 N_CONVERSATIONS = 3000
 SEED = 1

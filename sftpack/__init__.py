@@ -4,9 +4,11 @@ Pipeline (one module per step): ``source`` (read) -> ``conversation`` (check) ->
 ``vocab`` (tokenize) -> ``pack`` -> ``write``; ``pipeline`` runs them (``sftpack.build``), ``rows`` hashes and reads the result.
 """
 
-from .pipeline import BuildConfig, build, permutation
+from .config import BuildConfig
+from .pipeline import build, permutation
 from .diff import diff_rows
-from .encode import encode_conversation
+from .encode import encode_conversation, get_encoder
 from .rows import hash_rows, read_provenance, read_rows, rows_sha256_of
 
-__all__ = ["BuildConfig", "build", "diff_rows", "encode_conversation", "hash_rows", "permutation", "read_provenance", "read_rows", "rows_sha256_of"]
+__all__ = ["BuildConfig", "build", "diff_rows", "encode_conversation", "get_encoder", "hash_rows", "permutation",
+           "read_provenance", "read_rows", "rows_sha256_of"]

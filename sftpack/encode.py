@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class ConversationEncoder:
         try:
             rendered = self.render(clean)
         except TemplateError as e:
-            raise Skip("template_error", str(e)) from None
+            raise Skip("template_error", str(e)) from e
         return rendered.text, supervised_spans(rendered, clean, self.rule)
 
     def __call__(self, messages) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +58,7 @@ class ConversationEncoder:
         try:
             return self.vocab.encode_masked(text, spans)
         except EncodeError as e:
-            raise Skip("invalid_unicode", str(e)) from None
+            raise Skip("invalid_unicode", str(e)) from e
 
     def render_text(self, messages) -> str:
         return self.render(check_messages(messages)).text
@@ -118,12 +119,19 @@ def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab))
 
 
-def encode_conversation(messages, model: str, tokenizer: str | None = None) -> dict:
-    """Tokens and loss mask of one conversation (no packing, no EOS). Raises :class:`Skip` for a
-    conversation the build would skip."""
+@lru_cache(maxsize=16)
+def get_encoder(model: str, tokenizer: str | None = None) -> ConversationEncoder:
+    """The encoder of ``model`` (a profile name) with its tokenizer (``tokenizer``: a local directory or
+    tokenizer.json), loaded once per process and reused: loading ranks and probing the renderer take a second.
+    ``encoder(messages)`` gives ``(token ids, loss mask)`` as numpy arrays."""
     from .vocab_loading import load_vocab
 
     profile = load_profile(model)
-    encoder = make_encoder(profile, load_vocab(profile, tokenizer))
-    ids, mask = encoder(messages)
+    return make_encoder(profile, load_vocab(profile, tokenizer))
+
+
+def encode_conversation(messages, model: str, tokenizer: str | None = None) -> dict:
+    """Tokens and loss mask of one conversation (no packing, no EOS), with the cached :func:`get_encoder`.
+    Raises :class:`Skip` for a conversation the build would skip."""
+    ids, mask = get_encoder(model, tokenizer)(messages)
     return {"tokens": ids.tolist(), "loss_mask": mask.tolist()}

@@ -60,7 +60,7 @@ FAMILIES: dict[str, Family] = {
 }
 
 TOKENIZER_FORMATS: dict[str, TokenizerFormat] = {
-    "tokenizer.json": TokenizerFormat(load="sftpack.vocab_loading:load_tokenizer_json_files"),
+    "tokenizer.json": TokenizerFormat(load="sftpack.tokenizer_json:load_tokenizer_json_files"),
     "kimi-tiktoken": TokenizerFormat(load="sftpack.kimi_tokenizer:load_kimi_files", marker="tiktoken.model"),
 }
 
@@ -89,7 +89,7 @@ def _lookup(table: dict, kind: str, name: str):
     try:
         return table[name]
     except (KeyError, TypeError):  # TypeError: an unhashable name from a malformed profile
-        raise UnknownName(f"Unknown {kind} {name!r}; known: {', '.join(sorted(table))}") from None
+        raise UnknownName(f"Unknown {kind} {name!r}; known: {', '.join(sorted(table))}")
 
 
 def get_family(name: str) -> Family:

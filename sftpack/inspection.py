@@ -11,25 +11,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from .errors import UsageError
+from .record import read_record_beside
 from .rows import NotSftpackRows, open_rows, read_all_provenance, read_provenance, read_row, row_tokens_of
 
 SUPERVISED_OPEN, SUPERVISED_CLOSE = "⟦", "⟧"
 ANSI = {"supervised": "\x1b[1;32m", "boundary": "\x1b[1;36m", "eos": "\x1b[7;35m", "dim": "\x1b[2m", "reset": "\x1b[0m"}
 
 
-def _record_beside(path: Path) -> dict:
-    name = path.name[: -len(".parquet")] if path.name.endswith(".parquet") else path.stem
-    record = path.with_name(f"{name}.build.yaml")
-    if not record.is_file():
-        return {}
-    try:
-        data = yaml.safe_load(record.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, OSError, UnicodeDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+def _model_beside(path: Path) -> str | None:
+    record = read_record_beside(path)
+    return record.model if record is not None and isinstance(record.model, str) else None
 
 
 def _build_name(pf) -> str | None:
@@ -46,7 +39,7 @@ def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str 
     parquet = Path(parquet)
     pf = open_rows(parquet)
     if model is None:
-        model = _record_beside(parquet).get("model")
+        model = _model_beside(parquet)
     if model is None:
         name = _build_name(pf)
         model = next((m for m in list_profiles() if load_profile(m).build_name == name), None)
@@ -193,7 +186,7 @@ def summarize(path: str | Path) -> dict:
     info = {
         "path": str(path),
         "build": _build_name(pf),
-        "model": _record_beside(path).get("model"),
+        "model": _model_beside(path),
         "rows": nrows,
         "row_tokens": width,
         "total_tokens": nrows * width,

@@ -12,7 +12,7 @@ builds is a plain ``tiktoken.Encoding``, which this module rebuilds from the sam
 
 Its ``encode`` allows every special token's text in the input (``allowed_special="all"``) and first cuts the
 text into 400,000-character chunks and then into pieces holding at most 25,000 consecutive whitespace or
-non-whitespace characters; :func:`kimi_encode` reproduces that.
+non-whitespace characters; ``TiktokenVocab(long_input=...)`` reproduces that (``tests/kimi_reference.py`` is the step-for-step reference).
 
     >>> import base64, json, pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -66,7 +66,7 @@ def read_tiktoken_ranks(path: str | Path) -> dict[bytes, int]:
             if len(fields) != 2:
                 raise ValueError
         except (ValueError, IndexError, binascii.Error):
-            raise ValueError(f"{path}:{number}: expected 'base64-token rank'") from None
+            raise ValueError(f"{path}:{number}: expected 'base64-token rank'")
         if token in ranks:
             raise ValueError(f"{path}:{number}: token {token!r} is listed twice")
         ranks[token] = rank
@@ -127,34 +127,3 @@ def load_kimi_files(request):
     info = request.info("Kimi tokenizer files (tiktoken.model + tokenizer_config.json) given with --tokenizer")
     # Cut long texts as tokenization_kimi.py's encode does, so tokens equal the real tokenizer's.
     return TiktokenVocab(encoding, request.eos_token, info, nfc=False, long_input=(MAX_ENCODE_CHARS, MAX_RUN_CHARS))
-
-
-def _runs(text: str, limit: int):
-    """Cut ``text`` so that no piece holds more than ``limit`` consecutive whitespace or non-whitespace chars."""
-    start, run, run_is_space = 0, 0, text[:1].isspace()
-    for i, char in enumerate(text):
-        is_space = char.isspace()
-        if is_space != run_is_space:
-            run, run_is_space = 1, is_space
-        else:
-            run += 1
-            if run > limit:
-                yield text[start:i]
-                start, run = i, 1
-    yield text[start:]
-
-
-def kimi_encode(encoding: tiktoken.Encoding, text: str, allow_special_tokens: bool = True) -> list[int]:
-    """Token ids as ``TikTokenTokenizer.encode(text, allow_special_tokens)`` gives them (same chunking).
-
-    ``allow_special_tokens=True`` (the hub default) reads any special token's text as that token;
-    ``False`` encodes it as ordinary text.
-    """
-    ids: list[int] = []
-    for chunk_start in range(0, len(text), MAX_ENCODE_CHARS):
-        for piece in _runs(text[chunk_start:chunk_start + MAX_ENCODE_CHARS], MAX_RUN_CHARS):
-            if allow_special_tokens:
-                ids.extend(encoding.encode(piece, allowed_special="all"))
-            else:
-                ids.extend(encoding.encode(piece, disallowed_special=()))
-    return ids

@@ -1,4 +1,4 @@
-"""Pack encoded conversations into fixed-length rows (SPEC rules 6-7).
+"""Pack encoded conversations into fixed-length rows (README "Packing and hash specification", item 5).
 
 Conversations are concatenated with one EOS token (mask 0) between consecutive ones, the stream is cut into
 consecutive ``row_tokens`` rows, position 0 of every row is unsupervised (the trainer predicts token t from
@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 import numpy as np
+
+from .record import BuildStats
 
 
 @dataclass
@@ -40,22 +42,15 @@ class Row:
         return int(self.loss_mask.sum())
 
 
-@dataclass
-class PackStats:
-    rows_kept: int = 0
-    rows_dropped_unsupervised: int = 0
-    conversations: int = 0  # conversations whose tokens entered the stream
-
-
 def pack(
     conversations: Iterable[tuple[str, np.ndarray, np.ndarray]],
     row_tokens: int,
     eos_id: int,
-    stats: PackStats | None = None,
+    stats: BuildStats | None = None,
 ) -> Iterator[Row]:
     """Rows from ``(conversation_id, token_ids, loss_mask)`` in order. Lazy: a conversation is pulled only
     when the current row needs more tokens."""
-    stats = stats if stats is not None else PackStats()
+    stats = stats if stats is not None else BuildStats()
     tokens = np.empty(row_tokens, dtype=np.int32)
     mask = np.empty(row_tokens, dtype=np.uint8)
     pieces: list[Piece] = []

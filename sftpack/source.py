@@ -16,6 +16,7 @@ import json
 import mmap
 import os
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,16 +199,6 @@ class JsonLinesSource(Source):
     def __len__(self) -> int:
         return len(self.starts)
 
-    def __getstate__(self):  # workers re-open the file (fork inherits it anyway)
-        state = self.__dict__.copy()
-        state.pop("_file"), state.pop("_map")
-        return state
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        self._file = open(self.path, "rb")
-        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-
     def take(self, indices):
         out = []
         for k in indices:
@@ -289,7 +280,7 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
     except UsageError:
         raise
     except (OSError, ValueError, pa.ArrowException) as e:
-        raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {e})") from None
+        raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {e})") from e
     raise UsageError(f"--source {spec}: unsupported file type (use .parquet, .jsonl, .json, .arrow or a directory)")
 
 
@@ -339,9 +330,24 @@ def _open_parquet(paths: list[Path], info: SourceInfo) -> Source:
         return TableSource(pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0], info)
     import datasets
 
-    ds = datasets.load_dataset("parquet", data_files=[str(p) for p in paths], split="train")
+    with _quiet_datasets():
+        ds = datasets.load_dataset("parquet", data_files=[str(p) for p in paths], split="train")
     table, maps = _read_arrow_files([f["filename"] for f in ds.cache_files])
     return TableSource(table, info, maps)
+
+
+@contextmanager
+def _quiet_datasets():
+    """No `datasets` progress bars while sftpack loads a source (sftpack draws its own); restored afterwards."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            enable_progress_bars()
 
 
 def _open_hub(revision: str) -> Source:
@@ -355,9 +361,10 @@ def _open_hub(revision: str) -> Source:
     import datasets
 
     try:
-        ds = datasets.load_dataset(TULU_REPO, revision=revision, split="train")
-    except Exception as e:
-        raise UsageError(f"--source hub: loading {TULU_REPO}@{revision} failed ({e})") from None
+        with _quiet_datasets():
+            ds = datasets.load_dataset(TULU_REPO, revision=revision, split="train")
+    except Exception as e:  # datasets raises many kinds (network, cache, schema); each is one line here
+        raise UsageError(f"--source hub: loading {TULU_REPO}@{revision} failed ({e})") from e
     table, maps = _read_arrow_files([f["filename"] for f in ds.cache_files])
     return TableSource(table, SourceInfo(TULU_REPO, "hub", revision), maps)
 
@@ -366,5 +373,3 @@ def source_from_rows(rows: list[dict], name: str = "in-memory rows") -> Source:
     """A source over Python rows (tests, notebooks)."""
     return ListSource(rows, SourceInfo(name, "memory"))
 
-
-os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")

@@ -19,8 +19,6 @@ that does not are reported as exactly that.
 from __future__ import annotations
 
 import re
-import sys
-import tempfile
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
@@ -28,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from .record import BuildRecord, record_path_beside
 from .errors import UsageError
 from .rows import NotSftpackRows, file_sha256, hash_rows, open_rows
 
@@ -91,9 +90,9 @@ def load_declared(yaml_path: str | Path) -> dict:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(e, "problem", None) or " ".join(str(e).split())
-        raise UsageError(f"{path}: malformed YAML: {problem}{where}") from None
+        raise UsageError(f"{path}: malformed YAML: {problem}{where}") from e
     except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read it ({e})") from None
+        raise UsageError(f"{path}: cannot read it ({e})") from e
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not a recipe or build record (the YAML is not a mapping)")
     if isinstance(data.get("workload"), dict):
@@ -109,16 +108,16 @@ def load_declared(yaml_path: str | Path) -> dict:
         extra = {}
     elif "rows_sha256" in data:
         kind = "build record"
-        fields = {k: data.get(k) for k in FIGURES}
+        record = BuildRecord.from_dict(data, str(path), partial=True)
+        fields = {k: getattr(record, k) for k in FIGURES}
         where = {k: k for k in FIGURES}
-        source = data.get("dataset") if isinstance(data.get("dataset"), dict) else {}
-        counts = data.get("counts") if isinstance(data.get("counts"), dict) else {}
+        source = record.dataset.to_dict() if isinstance(data.get("dataset"), dict) else {}
         extra = {
-            "pinned": data.get("pinned"),
-            "pins": data.get("pins"),
-            "tokenizer_source": data.get("tokenizer_source"),
-            "tokenizer_files": data.get("tokenizer_files"),
-            "supervised_tokens": counts.get("supervised_tokens"),
+            "pinned": record.pinned,
+            "pins": record.pins,
+            "tokenizer_source": record.tokenizer_source,
+            "tokenizer_files": record.tokenizer_files,
+            "supervised_tokens": record.counts.supervised_tokens,
         }
     else:
         raise UsageError(
@@ -198,14 +197,9 @@ def _ratio_matches(measured: Fraction | float, declared) -> bool:
     return abs(Fraction(measured) - exact) <= Fraction(1, 2 * 10**d)
 
 
-def _record_beside(parquet: Path) -> Path:
-    name = parquet.name[: -len(".parquet")] if parquet.name.endswith(".parquet") else parquet.stem
-    return parquet.with_name(f"{name}.build.yaml")
-
-
 def _load_record_beside(parquet: Path, declared: dict, measured_rows_sha256: str) -> tuple[dict | None, str]:
     """The build record next to the parquet, if it describes these rows and is not the declaration itself."""
-    path = _record_beside(parquet)
+    path = record_path_beside(parquet)
     if not path.is_file():
         return None, "not recorded in the rows; no build record beside the parquet"
     if Path(declared.get("path", "")).resolve() == path.resolve():
@@ -312,49 +306,6 @@ def rows_mismatch(checks: list[Check]) -> bool:
     return any(c.field == "rows_sha256" and c.ok is False for c in checks)
 
 
-def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | None = None,
-                   workers: int | None = None, progress: bool | None = None, keep: str | Path | None = None,
-                   on_mismatch=None) -> list[Check]:
-    """Build the rows ``declared`` describes into a temporary directory (or ``keep``) and verify them, including
-    the tokenizer files used against the sha256s in the declaration. ``on_mismatch(parquet_path)`` is called
-    while the rebuilt rows still exist when their rows_sha256 does not match (``verify --against``)."""
-    from .pipeline import BuildConfig, build
-    from .profiles import TULU_REPO
-
-    model = declared.get("model")
-    if not model:
-        raise UsageError(f"{declared['path']}: names no model (top-level `model:`), so it cannot be rebuilt")
-    missing = [k for k in ("name", "rows", "row_tokens", "seed") if k not in declared]
-    if missing:
-        raise UsageError(f"{declared['path']}: cannot rebuild without {', '.join(missing)}")
-    dataset = declared.get("dataset") or {}
-    if source is None:
-        origin = dataset.get("source")
-        if origin == TULU_REPO:
-            source = "hub"
-        elif origin == "sample":
-            source = "sample"
-        else:
-            raise UsageError(
-                f"{declared['path']}: the rows were built from {dataset.get('name') or origin or 'an unnamed source'}; "
-                "pass --source PATH (the same file) to rebuild them"
-            )
-    revision = dataset.get("revision") if source == "hub" and dataset.get("revision") else None
-    with tempfile.TemporaryDirectory(prefix="sftpack-verify-") as tmp:
-        out = Path(keep) if keep else Path(tmp)
-        build(BuildConfig(
-            model=model, source=source, tokenizer=tokenizer, rows=declared["rows"], row_tokens=declared["row_tokens"],
-            seed=declared["seed"], out=str(out), name=declared["name"], workers=workers, overwrite=False,
-            dataset_revision=revision, progress=sys.stderr.isatty() if progress is None else progress,
-        ))
-        checks = verify_rows(declared, out / f"{declared['name']}.parquet")
-        if on_mismatch is not None and rows_mismatch(checks):
-            on_mismatch(out / f"{declared['name']}.parquet")
-    checks.insert(0, Check("rebuilt from", f"model {model}", f"--source {source}" + (f" --tokenizer {tokenizer}" if tokenizer else ""), None,
-                           f"rows written to {keep}" if keep else "in a temporary directory, removed afterwards"))
-    return checks
-
-
 # --------------------------------------------------------------------------------------------------------
 # Reporting
 
@@ -445,3 +396,5 @@ def report_json(declared: dict, checks: list[Check], target: str) -> dict:
 
 __all__ = ["Check", "load_declared", "verify_rows", "verify_rebuild", "rows_mismatch", "verdict", "format_report", "report_json",
            "parse_tokenizer_sha256", "NotSftpackRows"]
+
+from .rebuild import verify_rebuild  # noqa: E402  (it builds on verify_rows above)

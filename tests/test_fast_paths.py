@@ -27,8 +27,7 @@ def encoder(offline_qwen):
 
 
 def _chunk(encoder, source, indices):
-    pipeline._ENCODER, pipeline._SOURCE = encoder, source
-    return encode_chunk(np.asarray(indices))
+    return encode_chunk(encoder, source, np.asarray(indices))
 
 
 def _split(result):
@@ -133,7 +132,7 @@ def test_memory_mapped_arrow_source_survives_page_release(tmp_path, monkeypatch)
     import pyarrow as pa
 
     import sftpack.source as source_module
-    from sftpack.synthetic import write_synthetic_arrow
+    from synthetic import write_synthetic_arrow
 
     path = tmp_path / "src.arrow"
     write_synthetic_arrow(path, 500, seed=4)
@@ -151,7 +150,7 @@ def test_large_parquet_goes_through_the_datasets_arrow_cache(tmp_path, monkeypat
     import pyarrow.parquet as pq
 
     import sftpack.source as source_module
-    from sftpack.synthetic import write_synthetic_parquet
+    from synthetic import write_synthetic_parquet
 
     shards = tmp_path / "shards"
     shards.mkdir()

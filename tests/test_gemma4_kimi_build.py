@@ -35,7 +35,8 @@ from small_vocabs import GEMMA_SPECIAL_IDS, kimi_test_files, kimi_test_ranks, sa
 from sftpack.cli import main
 from sftpack.conversation import Skip
 from sftpack.encode import make_encoder
-from sftpack.kimi_tokenizer import MAX_ENCODE_CHARS, MAX_RUN_CHARS, kimi_encode, load_kimi_encoding
+from kimi_reference import kimi_encode
+from sftpack.kimi_tokenizer import MAX_ENCODE_CHARS, MAX_RUN_CHARS, load_kimi_encoding
 from sftpack.profiles import load_profile
 from sftpack.source import SAMPLE_PATH
 from sftpack.vocab import HFVocab, TiktokenVocab, long_input_pieces

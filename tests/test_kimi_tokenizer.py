@@ -9,12 +9,12 @@ import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kimi_reference import kimi_encode
 from small_vocabs import KIMI_ADDED_TOKENS, KIMI_FIRST_SPECIAL_ID, kimi_test_files, kimi_test_ranks
 from sftpack.kimi_tokenizer import (
     KIMI_PAT_STR,
     MAX_RUN_CHARS,
     NUM_RESERVED_SPECIAL_TOKENS,
-    kimi_encode,
     load_kimi_encoding,
     read_tiktoken_ranks,
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sftpack.pack import PackStats, pack
+from sftpack.pack import pack
+from sftpack.record import BuildStats
 
 EOS = 99
 
@@ -34,7 +35,7 @@ def test_position_zero_is_never_a_target():
 
 def test_rows_without_targets_are_dropped_and_not_counted():
     convs = [conv("a", 4, supervised_from=4), conv("b", 3, supervised_from=1, base=50)]
-    stats = PackStats()
+    stats = BuildStats()
     rows = list(pack(convs, row_tokens=4, eos_id=EOS, stats=stats))
     # stream: 0 1 2 3 | EOS 50 51 52 -> row 1 has no target, row 2 has 51, 52
     assert [r.tokens.tolist() for r in rows] == [[EOS, 50, 51, 52]]

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sftpack.synthetic import (
+from synthetic import (
     SCHEMA,
     SOURCES,
     synthetic_batches,
@@ -138,3 +138,12 @@ def test_bundled_sample_is_a_fresh_regeneration(tmp_path, sample_rows):
     if len(created) > 1:
         pytest.skip(f"contents equal; bytes not compared across writers {sorted(created)}")
     assert sha256(out) == sha256(SAMPLE), "bundled sample is stale: run scripts/make_sample.py"
+
+
+def test_generator_docstring_examples_run():
+    # tools/ is outside the package, so test_doctests does not reach it
+    import doctest
+
+    import synthetic
+
+    assert doctest.testmod(synthetic, optionflags=doctest.ELLIPSIS).failed == 0

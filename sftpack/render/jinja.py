@@ -33,7 +33,7 @@ class JinjaRenderer:
         try:
             return self._template.render(messages=messages, add_generation_prompt=False, **self.variables)
         except Exception as e:  # jinja2 TemplateError, raise_exception(...), TypeError in filters
-            raise TemplateError(str(e)) from None
+            raise TemplateError(str(e)) from e
 
     def __call__(self, messages: list) -> Rendered:
         text = self._render_text(messages)
