@@ -7,6 +7,7 @@ files. The rows-format change of issue 10 (format 2: ``messages`` as a chat) leg
 record bytes: the values below are cb8898d with only that change applied (commit 5044b87 cherry-picked onto
 cb8898d, no structure change), built and hashed the same way. ``rows_sha256`` depends only on the rows and must never change; the parquet and record bytes also depend
 on the library versions they record, so they are compared only under those versions.
+
 """
 
 from __future__ import annotations
