@@ -108,11 +108,10 @@ def _scan(a: Side, b: Side) -> dict:
 
 
 def _attach_record(side: Side) -> None:
-    from .record import read_record_beside
-    from .rowformats import stem_of
+    from .record import read_record_beside, record_path_beside
 
     record = read_record_beside(side.path)
-    name = stem_of(side.path)
+    name = record_path_beside(side.path).name[: -len(".build.yaml")]
     if not record:
         side.record_note = f"none ({name}.build.yaml absent or unreadable)"
     elif record.get("rows_sha256") != side.rows_sha256:
