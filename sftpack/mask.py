@@ -42,11 +42,12 @@ def supervised_spans(rendered: Rendered, messages: list, rule: MaskRule) -> list
     """Character spans ``[start, end)`` of ``rendered.text`` that the rule supervises."""
     text = rendered.text
     spans = []
-    tail = rule.end_of_turn + rule.after_end_of_turn
+    tails = [end + rule.after_end_of_turn for end in rule.end_markers]
     for turn in rendered.turns:
         if turn.role != rule.role:
             continue
-        if not _header_matches(rule, text[turn.start : turn.body]) or not text.startswith(tail, turn.end - len(tail)):
+        closed = any(text.startswith(tail, turn.end - len(tail)) for tail in tails)
+        if not _header_matches(rule, text[turn.start : turn.body]) or not closed:
             raise RuleMismatch(f"rule {rule.name!r} does not fit turn {turn} of the rendered text")
         if not is_supervised_message(messages[turn.message], rule):
             continue

@@ -39,15 +39,19 @@ class MaskRule:
     role: str
     header: str
     skip_after_header: str
-    end_of_turn: str
+    end_of_turn: str | tuple  # one marker, or the markers one of which closes each turn (gpt-oss: <|end|>, <|return|>)
     after_end_of_turn: str
     example: dict = field(default_factory=dict, compare=False)
 
     @property
+    def end_markers(self) -> tuple[str, ...]:
+        return (self.end_of_turn,) if isinstance(self.end_of_turn, str) else tuple(self.end_of_turn)
+
+    @property
     def markers(self) -> tuple[str, ...]:
         """The fixed texts the rule relies on (header pieces around ``{name}``, the skipped text, the end
-        marker): content holding one of them is counted as control text."""
-        pieces = [*self.header.split("{name}"), self.skip_after_header, self.end_of_turn]
+        markers): content holding one of them is counted as control text."""
+        pieces = [*self.header.split("{name}"), self.skip_after_header, *self.end_markers]
         return tuple(p for p in pieces if p.strip())
 
 
@@ -56,7 +60,7 @@ RULE_KEYS = {
     "role": Key(str, "the role whose turns are supervised", choices=("assistant",)),
     "header": Key(str, "the turn header; {name} may stand for a role name", nonempty=True),
     "skip_after_header": Key(str, "text after the header that is not supervised", default=""),
-    "end_of_turn": Key(str, "the end-of-turn marker", nonempty=True),
+    "end_of_turn": Key((str, list), "the end-of-turn marker", nonempty=True),  # or a list: one of them closes each turn
     "after_end_of_turn": Key(str, "the separator written after the marker", default=""),
     "example": Key(dict, "{turn, supervised_chars}", default={}, keys={
         "turn": Key(str, "a rendered turn"), "supervised_chars": Key(str, "its supervised characters")}),
@@ -82,6 +86,8 @@ PROFILE_KEYS = {
         "rows": Key(int, "rows", default=None), "row_tokens": Key(int, "tokens per row", default=None),
         "seed": Key(int, "permutation seed", default=None)}),
     "published": Key(dict, "the published recipe's figures (free form)", default={}),
+    "template_options": Key(dict, "what the family's renderer takes (gpt_oss: the pinned date, YYYY-MM-DD)", default={},
+                            values=str),
 }
 
 
@@ -99,6 +105,7 @@ class Profile:
     defaults: dict
     published: dict
     path: Path
+    template_options: dict = field(default_factory=dict)  # bound to the native renderer; shown in the build record
 
     @property
     def rule(self) -> MaskRule:
@@ -132,6 +139,10 @@ def load_mask_rule(name: str, local: Path | None = None) -> MaskRule:
 @lru_cache(maxsize=None)
 def _load_rule_file(path: Path) -> MaskRule:
     data = check(read_yaml(path), RULE_KEYS, path)
+    if isinstance(data["end_of_turn"], list):
+        if not all(isinstance(m, str) and m for m in data["end_of_turn"]):
+            raise UsageError(f"{path}: key 'end_of_turn': every marker of the list must be a non-empty string")
+        data["end_of_turn"] = tuple(data["end_of_turn"])
     if data["name"] != path.stem:
         raise UsageError(f"{path}: key 'name': {data['name']!r} differs from the file name (allowed: {path.stem!r})")
     return MaskRule(**data)
@@ -179,6 +190,7 @@ def load_profile(model: str) -> Profile:
         raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "
                          f"(allowed: {', '.join(list_mask_rules())})")
     _load_rule_file(rule)  # a broken rule fails with the profile, naming the rule file
+    options = _check_template_options(data["template_options"], get_family(data["template"]).options, path)
     return Profile(
         model=data["model"],
         hub_repo=data["hub"]["repo"],
@@ -192,4 +204,26 @@ def load_profile(model: str) -> Profile:
         defaults={k: v for k, v in data["defaults"].items() if v is not None},
         published=dict(data["published"]),
         path=path,
+        template_options=options,
     )
+
+
+def _check_template_options(options: dict, allowed: tuple, path: Path) -> dict:
+    """A family's renderer options: exactly the ones it takes (gpt_oss: ``date``, which it must be given: the
+    template reads the clock, the rows must not)."""
+    import datetime
+
+    for name in options:
+        if name not in allowed:
+            raise UsageError(f"{path}: unknown key 'template_options.{name}' (allowed: {', '.join(allowed) or 'none for this family'})")
+    for name in allowed:
+        if name not in options:
+            raise UsageError(f"{path}: key 'template_options.{name}' is missing (the renderer needs it)")
+    if "date" in options:
+        try:
+            ok = datetime.date.fromisoformat(options["date"]).strftime("%Y-%m-%d") == options["date"]
+        except ValueError:
+            ok = False
+        if not ok:
+            raise UsageError(f"{path}: key 'template_options.date': expected YYYY-MM-DD, got {options['date']!r}")
+    return dict(options)

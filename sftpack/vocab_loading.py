@@ -47,9 +47,9 @@ def load_vocab(profile: Profile, tokenizer: str | None = None, *, allow_unpinned
         return _load_hub(profile, allow_unpinned)
     if profile.offline_tokenizer is not None:
         offline = get_offline_tokenizer(profile.offline_tokenizer)
+        vocab = resolve(offline.load)(profile.eos_token)  # loaded first: a vocabulary that cannot load is one error line
         warn_once(f"the Hugging Face hub is unreachable: using {offline.description} (recorded as such; it is not "
                   f"the pinned {', '.join(profile.pins) or 'tokenizer'})")
-        vocab = resolve(offline.load)(profile.eos_token)
         vocab.info.pins = {name: "not checked (offline reconstruction)" for name in profile.pins}
         return vocab
     raise UsageError(
@@ -163,7 +163,9 @@ def _load_hub(profile: Profile, allow_unpinned: bool) -> Vocab:
 
     revision = profile.hub_revision
     local = None
-    wanted = list(dict.fromkeys([*profile.pins, "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"]))
+    # tokenizer.json is fetched even when the profile pins nothing (its sha256 is then recorded, unpinned)
+    main_file = ["tokenizer.json"] if profile.tokenizer_format == "tokenizer.json" else []
+    wanted = list(dict.fromkeys([*profile.pins, *main_file, "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"]))
     for name in wanted:
         # tokenization_kimi.py is downloaded only so that its pin is checked and recorded (a build with every pin
         # matching is `pinned: true`); it is never imported or run.

@@ -58,3 +58,22 @@ def offline_qwen():
     from sftpack.vocab import load_offline_qwen
 
     return load_offline_qwen()
+
+
+@pytest.fixture(scope="session")
+def o200k_caches(tmp_path_factory):
+    """TIKTOKEN_CACHE_DIR (tiktoken) and TIKTOKEN_ENCODINGS_BASE (openai-harmony) seeded with the hash-checked
+    o200k_base ranks for the whole session, so that gpt-oss builds offline."""
+    import os
+
+    from harmony_vocab import seed_caches
+
+    cache, encodings = seed_caches(tmp_path_factory.mktemp("o200k"))
+    saved = {k: os.environ.get(k) for k in ("TIKTOKEN_CACHE_DIR", "TIKTOKEN_ENCODINGS_BASE")}
+    os.environ["TIKTOKEN_CACHE_DIR"], os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(cache), str(encodings)
+    yield cache
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value

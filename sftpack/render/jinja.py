@@ -47,17 +47,18 @@ class JinjaRenderer:
         turns = []
         cursor = 0
         rule = self.rule
-        eot = rule.end_of_turn
+        ends = rule.end_markers
         for index, message in enumerate(messages):
             if message["role"] != rule.role:
                 continue
             m = self._header_re.search(probe, cursor)
             if m is None:
                 raise TemplateError(f"cannot locate the turn of message {index} in the rendered text")
-            end = probe.find(eot, m.end())
-            if end < 0:
+            found = [(at, len(eot)) for eot in ends if (at := probe.find(eot, m.end())) >= 0]
+            if not found:
                 raise TemplateError(f"cannot locate the end of message {index}'s turn")
-            end += len(eot)
+            at, length = min(found)  # the first end-of-turn marker after the header closes the turn
+            end = at + length
             if rule.after_end_of_turn and probe.startswith(rule.after_end_of_turn, end):
                 end += len(rule.after_end_of_turn)
             turns.append(Turn(index, message["role"], m.start(), m.end(), end))
