@@ -1,26 +1,36 @@
-"""Build speed against the tokenizer's own speed, measured in the same run (issue 6).
+"""Build speed and memory against the tokenizer's own speed, measured in the same run (issues 6 and 17).
 
-    python benchmarks/build_bench.py                 # full recipe build: 6,400 x 8,192 rows
-    python benchmarks/build_bench.py --rows 640      # quicker
+    python benchmarks/build_bench.py                                   # 939k conversations, --rows all, 1 and all cores
+    python benchmarks/build_bench.py --conversations 200000 --rows 6400 --workers 2
+    python benchmarks/build_bench.py --baseline-rows 6400 --workers 8,16 --reference-sample 0 --json-out r.json
 
-1. Generates (once, cached) a large synthetic Tulu-schema source (default 200,000 conversations, seeded) as a
-   memory-mapped Arrow file.
-2. Runs ``sftpack build`` on it in a subprocess (wall time, peak RSS of the build process and of its workers).
-3. Floor: tiktoken ``encode_ordinary_batch`` with 2 threads over exactly the rendered texts the build consumed.
-4. Straightforward path on a sample: the tokenizer's Jinja ``apply_chat_template`` + ``tokenizers`` offsets +
-   a per-character mask (slime's qwen3_5 algorithm), one process.
-Prints build/floor, tokens/s and the speed-up over the straightforward path.
+1. Generates (once, cached under ``benchmarks/.cache/``) a synthetic Tulu-schema source as a memory-mapped Arrow
+   file: ``tools/synthetic.py``'s conversations (row i depends only on (seed, i)), generated in parallel processes
+   and written in order, so the file is the one ``write_synthetic_arrow`` writes.
+2. Builds at 1 worker (the baseline: ``--baseline-rows``, default the same ``--rows``) and at each of ``--workers``,
+   each in a subprocess: wall time, the build's own phase timings (``SFTPACK_TIMINGS``: start-up, the parent's
+   wait for results, the writer thread, the workers' read/prepare/tokenize seconds), and each process's peak RSS and
+   anonymous memory sampled from ``/proc/PID/status`` (``ru_maxrss`` would also count the pages a fork shares).
+3. Floor: tiktoken ``encode_ordinary_batch`` with 1 thread over exactly the rendered texts the baseline consumed;
+   and the CPU's own ceiling: the same texts split over P forked processes of 1 thread each (how far pure
+   tokenization scales on this machine, whatever sftpack does).
+4. Optionally the straightforward path on a sample (Jinja ``apply_chat_template`` + ``tokenizers`` offsets + a
+   per-character mask), one process (needs ``../shared``; ``--reference-sample 0`` skips it).
+Prints ratios: build / floor at 1 worker, parallel efficiency against 1 worker, memory peaks per process.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
-import resource
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,62 +43,175 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent / "tools"))  # tools/synthetic.py
 
 MODEL = "Qwen3.5-122B-A10B"
+NAME = "qwen35-tulu3-fixed8192-v1"
+TULU_SIZE = 939_000  # conversations in allenai/tulu-3-sft-mixture (939,343)
+BATCH = 4096  # rows per record batch, as write_synthetic_arrow writes them
 
 
-def source_file(n: int, seed: int, cache: Path) -> Path:
-    from synthetic import write_synthetic_arrow
+def _generate_batch(args) -> pa.RecordBatch:
+    import synthetic
+
+    seed, start, stop = args
+    return synthetic._batch([synthetic._conversation(seed, i) for i in range(start, stop)])
+
+
+def source_file(n: int, seed: int, cache: Path, procs: int) -> Path:
+    from synthetic import SCHEMA
 
     path = cache / f"synthetic-{n}-{seed}.arrow"
     if not path.exists():
         t = time.perf_counter()
         tmp = path.with_suffix(".tmp")
-        write_synthetic_arrow(tmp, n, seed=seed)
+        ranges = [(seed, a, min(a + BATCH, n)) for a in range(0, n, BATCH)]
+        with mp.get_context("fork").Pool(procs) as pool, pa.OSFile(str(tmp), "wb") as sink, \
+                pa.ipc.new_file(sink, SCHEMA) as writer:
+            for batch in pool.imap(_generate_batch, ranges, chunksize=1):  # in order: the serial file's bytes
+                writer.write_batch(batch)
         tmp.rename(path)
-        print(f"generated {n:,} conversations in {time.perf_counter() - t:.1f} s -> {path}", file=sys.stderr)
+        print(f"generated {n:,} conversations in {time.perf_counter() - t:.1f} s with {procs} processes -> {path}",
+              file=sys.stderr)
     return path
 
 
-def run_build(source: Path, rows: int, workers: int, out: Path) -> tuple[float, dict, int]:
+# ---------------------------------------------------------------------------------------------------------
+# Memory: every process of the build, sampled from /proc
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+_FIELDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
+
+
+def _status(pid: int) -> dict | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            text = f.read()
+    except OSError:
+        return None
+    out = {}
+    for key in _FIELDS:
+        m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
+        if m:
+            out[key] = int(m.group(1)) * 1024
+    return out
+
+
+class MemorySampler:
+    """Peak VmRSS / RssAnon / RssFile of the build process and of every process below it, every ``interval``."""
+
+    def __init__(self, pid: int, interval: float = 0.02):
+        self.pid, self.interval = pid, interval
+        self.peaks: dict[int, dict] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            todo, seen = [self.pid], []
+            while todo:
+                pid = todo.pop()
+                seen.append(pid)
+                todo += _children(pid)
+            for pid in seen:
+                status = _status(pid)
+                if status:
+                    peak = self.peaks.setdefault(pid, {k: 0 for k in _FIELDS})
+                    for k, v in status.items():
+                        peak[k] = max(peak[k], v)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        parent = self.peaks.get(self.pid, {})
+        workers = [v for pid, v in self.peaks.items() if pid != self.pid]
+        return {"parent": parent, "workers": workers,
+                "workers_max": {k: max((w[k] for w in workers), default=0) for k in _FIELDS}}
+
+
+def run_build(source: Path, rows, workers: int, out: Path) -> dict:
+    timings = out / "timings.json"
     cmd = [sys.executable, "-m", "sftpack", "build", "--model", MODEL, "--source", str(source), "--rows", str(rows),
            "--out", str(out), "--workers", str(workers), "--overwrite", "--no-progress"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SFTPACK_TIMINGS": str(timings),
+           "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
+    sampler = MemorySampler(proc.pid)
+    if proc.wait() != 0:
+        raise SystemExit(f"build failed: {' '.join(cmd)}")
     wall = time.perf_counter() - t
-    peak_kb = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    memory = sampler.stop()
     import yaml
 
-    record = yaml.safe_load((out / "qwen35-tulu3-fixed8192-v1.build.yaml").read_text())
-    return wall, record, peak_kb * 1024
+    record = yaml.safe_load((out / f"{NAME}.build.yaml").read_text())
+    return {"workers": workers, "rows_arg": rows, "wall_s": wall, "rows": record["rows"],
+            "tokens": record["counts"]["total_tokens"], "rows_sha256": record["rows_sha256"],
+            "parquet_sha256": record["parquet_sha256"], "conversations": record["counts"]["conversations_packed"],
+            "reached": record["counts"]["source_rows_reached"], "seed": record["seed"],
+            "tail_tokens_dropped": record["counts"].get("tail_tokens_dropped"),
+            "timings": json.loads(timings.read_text()), "memory": memory}
 
 
-def consumed_texts(source: Path, record: dict) -> list[str]:
+def consumed_texts(source: Path, reached: int, seed: int) -> list[str]:
     """The rendered text of every conversation the build tokenized (kept ones, in order)."""
+    from sftpack.conversation import check_messages
     from sftpack.pipeline import permutation
-    from sftpack.conversation import Skip, check_messages
     from sftpack.render.qwen3_5 import render
     from sftpack.source import open_source
 
     src = open_source(str(source))
-    order = permutation(len(src), record["seed"])[: record["counts"]["source_rows_reached"]]
+    order = permutation(len(src), seed)[:reached]
     texts = []
     for start in range(0, len(order), 4096):
-        for _, messages in src.take(order[start : start + 4096]):
+        for item in src.take(order[start : start + 4096]):
             try:
-                texts.append(render(check_messages(messages)).text)
+                texts.append(render(check_messages(item[1])).text)
             except Exception:
                 pass
     return texts
 
 
 def floor(texts: list[str]) -> tuple[float, int]:
+    """tiktoken's ``encode_ordinary_batch`` with one thread over ``texts``: (seconds, tokens)."""
     from sftpack.vocab import load_offline_qwen
 
     enc = load_offline_qwen().enc
-    enc.encode_ordinary_batch(texts[:200], num_threads=2)  # warm up
+    enc.encode_ordinary_batch(texts[:200], num_threads=1)  # warm up
     t = time.perf_counter()
-    encoded = enc.encode_ordinary_batch(texts, num_threads=2)
+    encoded = enc.encode_ordinary_batch(texts, num_threads=1)
     return time.perf_counter() - t, sum(map(len, encoded))
+
+
+_CEILING: list = []
+
+
+def _encode_share(args) -> int:
+    k, procs = args
+    enc, texts = _CEILING
+    return sum(map(len, enc.encode_ordinary_batch(texts[k::procs], num_threads=1)))
+
+
+def ceiling(texts: list[str], procs: int) -> float:
+    """Seconds for ``procs`` forked processes (1 thread each) to tokenize ``texts`` between them."""
+    from sftpack.vocab import load_offline_qwen
+
+    _CEILING[:] = [load_offline_qwen().enc, texts]
+    with mp.get_context("fork").Pool(procs) as pool:
+        pool.map(_encode_share, [(0, 1)] * procs)  # start and warm every process
+        t = time.perf_counter()
+        pool.map(_encode_share, [(k, procs) for k in range(procs)], chunksize=1)
+        return time.perf_counter() - t
 
 
 def straightforward(source: Path, n: int) -> tuple[float, int]:
@@ -113,39 +236,127 @@ def straightforward(source: Path, n: int) -> tuple[float, int]:
     return time.perf_counter() - t, total
 
 
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=6400)
-    ap.add_argument("--conversations", type=int, default=200_000)
+    ap.add_argument("--rows", default="all", help="rows of the measured builds: a number or all (default: all)")
+    ap.add_argument("--baseline-rows", default=None,
+                    help="rows of the 1-worker baseline (default: --rows, the same build); a smaller number keeps a "
+                         "long baseline affordable, and efficiency is then per token (steady state) plus an estimate")
+    ap.add_argument("--conversations", type=int, default=TULU_SIZE)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--workers", type=int, default=os.cpu_count())
-    ap.add_argument("--reference-sample", type=int, default=300, help="conversations for the straightforward path")
+    ap.add_argument("--workers", default=str(os.cpu_count()), help="comma-separated worker counts to measure")
+    ap.add_argument("--ceiling", default=None, help="process counts for the tokenization ceiling (default: --workers)")
+    ap.add_argument("--reference-sample", type=int, default=300, help="conversations for the straightforward path (0: skip)")
     ap.add_argument("--cache", default=str(HERE / ".cache"))
+    ap.add_argument("--json-out", help="also write every figure here")
     args = ap.parse_args()
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
-    source = source_file(args.conversations, args.seed, cache)
+    t = time.perf_counter()
+    source = source_file(args.conversations, args.seed, cache, os.cpu_count())
+    generate_s = time.perf_counter() - t
+    counts = [int(w) for w in args.workers.split(",")]
+    results: dict = {"conversations": args.conversations, "cores": os.cpu_count(), "generate_s": generate_s,
+                     "machine": _machine()}
 
+    def save():
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(results, indent=1))
+
+    base_rows = args.baseline_rows or args.rows
     out = Path(tempfile.mkdtemp(prefix="sftpack-bench-"))
-    wall, record, peak = run_build(source, args.rows, args.workers, out)
-    tokens = record["counts"]["total_tokens"]
-    texts = consumed_texts(source, record)
+    base = results["baseline"] = run_build(source, base_rows, 1, out / "w1")
+    save()
+    texts = consumed_texts(source, base["reached"], base["seed"])
     floor_s, floor_tokens = floor(texts)
-    ref_s, ref_tokens = straightforward(source, args.reference_sample)
-    build_rate, floor_rate, ref_rate = tokens / wall, floor_tokens / floor_s, ref_tokens / ref_s
-    # The build tokenizes every conversation it reaches in full; compare like with like: tokens tokenized.
-    print(f"source: {args.conversations:,} synthetic conversations; build: {args.rows:,} rows x {record['row_tokens']:,} "
-          f"tokens, {len(texts):,} conversations, workers {args.workers}, {os.cpu_count()} cores")
-    print(f"{'path':<44} {'wall s':>8} {'tokens/s':>12}")
-    print(f"{'sftpack build (end to end, subprocess)':<44} {wall:>8.2f} {build_rate:>12,.0f}")
-    print(f"{'floor: tiktoken encode_ordinary_batch x2':<44} {floor_s:>8.2f} {floor_rate:>12,.0f}")
-    print(f"{'straightforward: Jinja + offsets + char mask':<44} {'':>8} {ref_rate:>12,.0f}")
-    print(f"build / floor (wall)                         {wall / floor_s:.2f}   (target <= 1.3)")
-    print(f"speed-up over straightforward path           {build_rate / ref_rate:.1f}x (target >= 10)")
-    print(f"peak RSS of one build process                {peak / 2**30:.2f} GiB (target <= 2)")
-    print(json.dumps({"wall_s": wall, "floor_s": floor_s, "ratio": wall / floor_s, "build_tokens_per_s": build_rate,
-                      "floor_tokens_per_s": floor_rate, "straightforward_tokens_per_s": ref_rate,
-                      "peak_rss_bytes": peak, "rows_sha256": record["rows_sha256"]}))
+    results["floor"] = {"seconds": floor_s, "tokens": floor_tokens, "texts": len(texts)}
+    results["ceiling"] = {p: ceiling(texts, p) for p in [int(p) for p in (args.ceiling or args.workers).split(",")]}
+    del texts
+    save()
+    runs = results["runs"] = []
+    for w in counts:
+        if str(base_rows) != str(args.rows):  # the same rows as the baseline, at w workers: bytes identical?
+            same = run_build(source, base_rows, w, out / f"same{w}")
+            runs.append({**same, "role": "baseline rows"})
+            assert same["parquet_sha256"] == base["parquet_sha256"], f"--workers {w} wrote other bytes"
+        runs.append({**run_build(source, args.rows, w, out / f"w{w}"), "role": "measured"})
+        save()
+        shutil.rmtree(out / f"w{w}", ignore_errors=True)  # gigabytes at --rows all
+    if args.reference_sample:
+        ref_s, ref_tokens = straightforward(source, args.reference_sample)
+        results["straightforward_tokens_per_s"] = ref_tokens / ref_s
+    report(results, args)
+    save()
+
+
+def _machine() -> dict:
+    info = {}
+    try:
+        info["lscpu"] = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        pass
+    info["affinity"] = len(os.sched_getaffinity(0))
+    return info
+
+
+def report(results: dict, args) -> None:
+    base = results["baseline"]
+    bt = base["timings"]["parent"]
+    base_loop = bt["loop_s"]
+    base_start = base["wall_s"] - base_loop - bt.get("close_s", 0) - bt.get("commit_s", 0)
+    floor_s = results["floor"]["seconds"]
+    print(f"source: {results['conversations']:,} synthetic Tulu-schema conversations; {results['cores']} cores; "
+          f"MODEL {MODEL}")
+    print(f"baseline: --workers 1 --rows {base['rows_arg']}: {base['rows']:,} rows, {base['tokens']:,} tokens, "
+          f"{base['conversations']:,} conversations, wall {base['wall_s']:.2f} s (start-up {base_start:.2f} s, "
+          f"loop {base_loop:.2f} s)")
+    print(f"floor: tiktoken encode_ordinary_batch, 1 thread, same {results['floor']['texts']:,} texts: {floor_s:.2f} s")
+    print(f"build / floor at 1 worker (whole process)     {base['wall_s'] / floor_s:.3f}   (target <= 1.15)")
+    print(f"build / floor at 1 worker (packing loop only) {base_loop / floor_s:.3f}")
+    rate1 = base["tokens"] / base["wall_s"]
+    rate1_loop = base["tokens"] / base_loop
+    print(f"\n{'workers':>7} {'rows':>8} {'tokens':>13} {'wall s':>8} {'Mtok/s':>7} {'eff':>6} {'eff loop':>8} "
+          f"{'eff est.':>8} {'parent':>22} {'worker max':>22}")
+    print(f"{'':>7} {'':>8} {'':>13} {'':>8} {'':>7} {'':>6} {'':>8} {'':>8} {'RSS / anon GiB':>22} {'RSS / anon GiB':>22}")
+    for r in [base] + results["runs"]:
+        w = r["workers"]
+        loop = r["timings"]["parent"]["loop_s"]
+        eff = (r["tokens"] / r["wall_s"]) / (w * rate1)
+        eff_loop = (r["tokens"] / loop) / (w * rate1_loop)
+        # the 1-worker build of the same size, estimated: its start-up + its loop scaled to these tokens
+        est = (base_start + base_loop * r["tokens"] / base["tokens"]) / (w * r["wall_s"]) if r is not base else 1.0
+        p, m = r["memory"]["parent"], r["memory"]["workers_max"]
+        print(f"{w:>7} {r['rows']:>8,} {r['tokens']:>13,} {r['wall_s']:>8.2f} {r['tokens'] / r['wall_s'] / 1e6:>7.2f} "
+              f"{eff:>6.1%} {eff_loop:>8.1%} {est:>8.1%} {_gib(p.get('VmRSS', 0)) + ' / ' + _gib(p.get('RssAnon', 0)):>22} "
+              f"{_gib(m['VmRSS']) + ' / ' + _gib(m['RssAnon']):>22}")
+    print("(eff = tokens/s over workers x the 1-worker tokens/s, whole process; eff loop = the same over the packing "
+          "loop; eff est. = the estimated 1-worker wall of this build over workers x this wall; targets: >= 60% at 16,"
+          " anon <= 1 GiB and RSS <= 2 GiB per process)")
+    measured = {r["parquet_sha256"] for r in results["runs"] if r["role"] == "measured"}
+    print(f"--rows {args.rows} parquet identical at every worker count: {len(measured) == 1}")
+    print("\nwhere the time goes (seconds; main busy = packing loop minus waiting for workers' results, writer busy ="
+          " compress + write + hash in the writer thread, both as a share of the loop):")
+    for r in [base] + results["runs"]:
+        t = r["timings"]
+        p = t["parent"]
+        loop = p["loop_s"]
+        main_busy = (loop - p.get("result_wait_s", 0)) / loop
+        writer_busy = (p["writer_write_s"] + p["writer_hash_s"]) / loop
+        parent = ", ".join(f"{k} {v:.2f}" for k, v in p.items())
+        work = ", ".join(f"{k} {v:.1f}" for k, v in t["workers_total"].items())
+        print(f"  --workers {r['workers']} --rows {r['rows_arg']}: main busy {main_busy:.0%}, writer busy {writer_busy:.0%}"
+              f"; {parent}; workers' total: {work}")
+    one = results["floor"]["seconds"]
+    print("\ntokenization ceiling of this CPU (same texts, P processes x 1 thread): "
+          + ", ".join(f"P={p}: {one / s:.2f}x ({one / s / p:.0%})" for p, s in results["ceiling"].items()))
+    if "straightforward_tokens_per_s" in results:
+        print(f"speed-up over the straightforward path (1 worker): {rate1 / results['straightforward_tokens_per_s']:.1f}x")
+    print(json.dumps({"baseline_wall_s": base["wall_s"], "floor_s": floor_s, "rows_sha256": base["rows_sha256"],
+                      "runs": [(r["workers"], r["rows"], r["wall_s"], r["rows_sha256"]) for r in results["runs"]]}))
 
 
 if __name__ == "__main__":

@@ -54,6 +54,9 @@ def summary(record, out: str) -> str:
         + (", ".join(f"{k} {v}" for k, v in record.pins.items()) or "none"),
         f"  renderer      {record.renderer}",
     ]
+    if counts.tail_tokens_dropped is not None:
+        lines.append(f"  --rows all    every full row until the source ended; {counts.tail_tokens_dropped:,} tokens "
+                     "of the partial last row dropped")
     if counts.rows_dropped_without_targets:
         lines.append(f"  dropped       {counts.rows_dropped_without_targets} rows without supervised targets")
     return "\n".join(lines)

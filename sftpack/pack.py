@@ -2,7 +2,8 @@
 
 Conversations are concatenated with one EOS token (mask 0) between consecutive ones, the stream is cut into
 consecutive ``row_tokens`` rows, position 0 of every row is unsupervised (the trainer predicts token t from
-t-1), and rows left with no supervised token are dropped. Nothing is padded; the caller stops pulling rows.
+t-1), and rows left with no supervised token are dropped. Nothing is padded; the caller stops pulling rows, or
+pulls them all (``--rows all``): the partial last row is then dropped and its size left in ``stats.tail_tokens``.
 
     >>> import numpy as np
     >>> convs = [("a", np.array([1, 2, 3]), np.array([0, 1, 1])), ("b", np.array([4, 5]), np.array([0, 1]))]
@@ -81,3 +82,4 @@ def pack(
                         stats.rows_dropped_unsupervised += 1
                     pieces = []
                     fill = 0
+    stats.tail_tokens = fill  # reached only when the conversations ran out (not when the caller stopped)

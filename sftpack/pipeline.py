@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Iterator
 import multiprocessing as mp
 import numpy as np
 
-from .config import MAX_ROW_TOKENS, MAX_WORKERS, BuildConfig  # noqa: F401  (re-exported)
+from .config import ALL, MAX_ROW_TOKENS, MAX_WORKERS, BuildConfig  # noqa: F401  (re-exported)
 from .conversation import Skip
 from .encode import ConversationEncoder, make_encoder
 from .errors import UsageError
@@ -43,6 +45,7 @@ class ChunkResult:
     tokens: np.ndarray
     masks: np.ndarray
     control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
+    seconds: tuple = (0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing (profiling)
 
 
 def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarray) -> ChunkResult:
@@ -50,7 +53,10 @@ def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarr
     ids, status = [], []
     texts, spans, kept = [], [], []  # kept: position in the chunk of each text
     control = []
-    for item in source.take(indices):
+    t0 = time.perf_counter()
+    items = source.take(indices)
+    t1 = time.perf_counter()
+    for item in items:
         if isinstance(item, RowError):
             ids.append(item.row_id)
             status.append((item.reason, item.detail))
@@ -68,20 +74,27 @@ def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarr
         kept.append(len(status) - 1)
         texts.append(text)
         spans.append(text_spans)
+    t2 = time.perf_counter()
     batch = encoder.vocab.encode_masked_batch(texts, spans)
     for i, message in batch.errors.items():
         status[kept[i]] = ("invalid_unicode", message)
     lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
-    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control))
+    seconds = (t1 - t0, t2 - t1, time.perf_counter() - t2)
+    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds)
 
 
 def encoded_conversations(
-    encoder: ConversationEncoder, source: Source, order: np.ndarray, workers: int, stats: BuildStats, strict: bool = False
+    encoder: ConversationEncoder, source: Source, order: np.ndarray, workers: int, stats: BuildStats, strict: bool = False,
+    seconds: Counter | None = None,
 ) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-    """Kept conversations in ``order`` as ``(id, tokens, mask)``, counting skips as they are reached."""
+    """Kept conversations in ``order`` as ``(id, tokens, mask)``, counting skips as they are reached.
+    ``seconds`` (profiling) sums the parent's wait for results and the workers' seconds by stage."""
     chunks = (order[i : i + CHUNK] for i in range(0, len(order), CHUNK))
+    seconds = seconds if seconds is not None else Counter()
 
     def consume(result: ChunkResult):
+        for stage, spent in zip(("worker_read_s", "worker_prepare_s", "worker_tokenize_s"), result.seconds):
+            seconds[stage] += spent
         bounds = np.concatenate(([0], np.cumsum(result.lengths)))
         k = 0
         control = set(result.control_text)
@@ -101,6 +114,12 @@ def encoded_conversations(
         for chunk in chunks:
             yield from consume(encode_chunk(encoder, source, chunk))
         return
+
+    def result(future):
+        t = time.perf_counter()
+        got = future.result()
+        seconds["result_wait_s"] += time.perf_counter() - t
+        return got
     # fork: each worker inherits the loaded tokenizer and the (memory-mapped) source through its initializer's
     # arguments (a forked process gets them in memory; nothing is pickled); tasks carry only row indices.
     context = mp.get_context("fork")
@@ -112,9 +131,9 @@ def encoded_conversations(
             for chunk in chunks:
                 pending.append(pool.submit(_encode_in_worker, chunk))
                 if len(pending) >= depth:
-                    yield from consume(pending.pop(0).result())
+                    yield from consume(result(pending.pop(0)))
             while pending:
-                yield from consume(pending.pop(0).result())
+                yield from consume(result(pending.pop(0)))
         finally:
             for f in pending:
                 f.cancel()
@@ -168,6 +187,7 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
     profile = load_profile(config.model)
     resolved = config.resolved(profile.defaults)
     rows, row_tokens, seed = resolved["rows"], resolved["row_tokens"], resolved["seed"]
+    every_row = rows == ALL
     workers = config.workers or _usable_cores()
     revision = config.dataset_revision or TULU_REVISION
     if revision != TULU_REVISION and not config.allow_unpinned:
@@ -180,40 +200,113 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
     with outputs:  # check the output directory before the slow steps
         # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
         # is only downloaded once the tokenizer has passed its pin checks.
+        clock = _Clock()
         if source is None and config.source != "hub":
             source = open_source(config.source, revision=revision)
+        clock.mark("open_source_s")
         if vocab is None:
             vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
+        clock.mark("load_vocab_s")
         encoder = make_encoder(profile, vocab)
+        clock.mark("choose_renderer_s")
         source = source or open_source(config.source, revision=revision)
         order = permutation(len(source), seed)
+        clock.mark("open_hub_and_permute_s")
         stats = BuildStats()
         writer = RowWriter(outputs.tmp_parquet, row_tokens, name)
-        progress = _progress(rows, config.progress)
+        progress = Progress(None if every_row else rows, len(source), row_tokens, stats, config.progress)
         try:
-            stream = encoded_conversations(encoder, source, order, workers, stats, config.strict)
+            stream = encoded_conversations(encoder, source, order, workers, stats, config.strict, clock.seconds)
             for row in pack(stream, row_tokens, vocab.eos_id, stats):
                 writer.write(row)
-                progress.update(1)
+                progress.row()
                 if writer.rows == rows:
                     break
             stream.close()
+            clock.mark("loop_s")
+        except BaseException:
+            writer.abort()
+            raise
         finally:
             progress.close()
-        if writer.rows < rows:
+        if every_row and writer.rows == 0:
+            writer.close()
+            raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "
+                             f"{stats.rows_dropped_unsupervised} rows without targets; a row is {row_tokens:,} tokens)")
+        if not every_row and writer.rows < rows:
             writer.close()
             raise UsageError(f"source exhausted after {writer.rows} rows (asked for {rows})")
         parquet_sha256, parquet_bytes = writer.close()
+        clock.mark("close_s")
         record = make_record(
-            profile=profile, vocab=vocab, encoder=encoder, source=source, name=name, rows=rows, row_tokens=row_tokens,
-            seed=seed, rows_sha256=writer.rows_sha256, supervised=writer.supervised, stats=stats,
-            parquet=(parquet_sha256, parquet_bytes),
+            profile=profile, vocab=vocab, encoder=encoder, source=source, name=name, rows=writer.rows,
+            row_tokens=row_tokens, seed=seed, rows_sha256=writer.rows_sha256, supervised=writer.supervised, stats=stats,
+            parquet=(parquet_sha256, parquet_bytes), every_row=every_row,
         )
         outputs.commit(record)
+        clock.mark("commit_s")
+    clock.report(workers, writer, record)
     return record
 
 
-def _progress(total: int, enabled: bool):
-    from tqdm import tqdm
+class _Clock:
+    """Where a build's wall time goes, for ``benchmarks/build_bench.py``: written as JSON to the file named by
+    ``SFTPACK_TIMINGS`` when it is set (never into the outputs, which must not depend on time)."""
 
-    return tqdm(total=total, unit="row", desc="sftpack build", file=sys.stderr, disable=not enabled, dynamic_ncols=True)
+    def __init__(self):
+        self.last = time.perf_counter()
+        self.phases: dict[str, float] = {}
+        self.seconds: Counter = Counter()  # the parent's wait for results, the workers' seconds by stage
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = now - self.last
+        self.last = now
+
+    def report(self, workers: int, writer: RowWriter, record: BuildRecord) -> None:
+        path = os.environ.get("SFTPACK_TIMINGS")
+        if not path:
+            return
+        import json
+
+        parent = {**self.phases, **{k: v for k, v in self.seconds.items() if not k.startswith("worker_")},
+                  **{f"writer_{k}": v for k, v in writer.timings.items()}}
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"workers": workers, "parent": parent,
+                       "workers_total": {k: v for k, v in self.seconds.items() if k.startswith("worker_")},
+                       "tokens": record.counts.total_tokens, "rows": record.rows}, f, indent=1)
+
+
+class Progress:
+    """The bar on stderr: rows written, conversations read and tokens/s; with ``--rows all`` (``rows`` None) the
+    bar is the fraction of the source's conversations consumed, since the number of rows is not known ahead."""
+
+    def __init__(self, rows: int | None, source_rows: int, row_tokens: int, stats: BuildStats, enabled: bool):
+        from tqdm import tqdm
+
+        self.stats, self.row_tokens, self.every_row = stats, row_tokens, rows is None
+        total, unit = (source_rows, "conv") if self.every_row else (rows, "row")
+        self.bar = tqdm(total=total, unit=unit, desc="sftpack build", file=sys.stderr, disable=not enabled,
+                        dynamic_ncols=True)
+        self.rows = 0
+        self._start = self._shown = time.monotonic()
+
+    def row(self) -> None:
+        self.rows += 1
+        if self.bar.disable:
+            return
+        if self.every_row:
+            self.bar.update(self.stats.reached - self.bar.n)
+        else:
+            self.bar.update(1)
+        now = time.monotonic()
+        if now - self._shown >= 0.5:  # formatting on every row would cost more than the rows at 16 workers
+            self._shown = now
+            rate = self.rows * self.row_tokens / max(now - self._start, 1e-9)
+            what = f"{self.rows:,} rows" if self.every_row else f"{self.stats.reached:,} conv"
+            self.bar.set_postfix_str(f"{what}, {rate / 1e6:.2f} Mtok/s", refresh=False)
+
+    def close(self) -> None:
+        if self.every_row and not self.bar.disable:
+            self.bar.update(self.stats.reached - self.bar.n)
+        self.bar.close()

@@ -35,6 +35,7 @@ class BuildStats:
     conversations: int = 0
     rows_kept: int = 0
     rows_dropped_unsupervised: int = 0
+    tail_tokens: int = 0  # tokens of the partial last row once the stream ended (--rows all drops them)
 
 
 class Ratio(float):
@@ -42,10 +43,14 @@ class Ratio(float):
 
 
 class _Section:
-    """A nested mapping of the record, typed; ``from_dict(partial=True)`` leaves absent keys None."""
+    """A nested mapping of the record, typed; ``from_dict(partial=True)`` leaves absent keys None. Keys in
+    ``OPTIONAL`` are written only when set and may be absent (records written before them)."""
+
+    OPTIONAL: tuple = ()
 
     def to_dict(self) -> dict:
-        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)
+                if f.name not in self.OPTIONAL or getattr(self, f.name) is not None}
 
     @classmethod
     def from_dict(cls, data, where: str, partial: bool = False):
@@ -56,7 +61,7 @@ class _Section:
                 raise UsageError(f"{where}: not a mapping")
         values = {}
         for f in fields(cls):
-            if f.name not in data and not partial:
+            if f.name not in data and not partial and f.name not in cls.OPTIONAL:
                 raise UsageError(f"{where}: key '{f.name}' is missing")
             value = data.get(f.name)
             section = _SECTIONS.get(f.name)
@@ -85,6 +90,9 @@ class Counts(_Section):
     rows_dropped_without_targets: int | None
     conversations_with_control_text: int | None
     skipped: dict | None
+    tail_tokens_dropped: int | None = None  # --rows all only: the tokens of the dropped partial last row
+
+    OPTIONAL = ("tail_tokens_dropped",)  # a --rows N record stays as it was
 
 
 @dataclass(eq=False)
@@ -181,10 +189,11 @@ def sftpack_version() -> str:
 
 
 def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_tokens: int, seed: int,
-                rows_sha256: str, supervised: int, stats: BuildStats, parquet: tuple[str, int]) -> BuildRecord:
+                rows_sha256: str, supervised: int, stats: BuildStats, parquet: tuple[str, int],
+                every_row: bool = False) -> BuildRecord:
     """The record of a finished build: what it was asked (``name``, ``rows``, ...), what it used (``profile``,
     ``vocab``, ``encoder``, ``source``), what it wrote (``rows_sha256``, ``supervised`` tokens, ``parquet`` =
-    (sha256, bytes)) and ``stats``."""
+    (sha256, bytes)) and ``stats``. ``every_row``: ``--rows all`` (``rows`` is then the rows the source gave)."""
     from .profiles import TULU_REPO, TULU_REVISION
 
     info = vocab.info
@@ -195,7 +204,8 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
     files = "; ".join(f"{f} sha256 {h}" for f, h in info.files.items())
     packing = ("source conversations in a seeded global permutation, concatenated with an EOS token "
                f"({vocab.eos_token}) between them and cut into consecutive {row_tokens:,}-token rows; "
-               "rows without supervised targets are skipped")
+               "rows without supervised targets are skipped"
+               + ("; every full row until the source ended (--rows all), the partial last row dropped" if every_row else ""))
     return BuildRecord(
         name=name, tokenizer=f"{info.description} ({files})", loss_mask=profile.loss_mask, rows=rows,
         row_tokens=row_tokens, padding_tokens=0, seed=seed, packing=packing,
@@ -207,7 +217,8 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
                             source_rows=len(source)),
         counts=Counts(supervised_tokens=int(supervised), total_tokens=total, conversations_packed=stats.conversations,
                       source_rows_reached=stats.reached, rows_dropped_without_targets=stats.rows_dropped_unsupervised,
-                      conversations_with_control_text=stats.control_text, skipped=dict(sorted(stats.skipped.items()))),
+                      conversations_with_control_text=stats.control_text, skipped=dict(sorted(stats.skipped.items())),
+                      tail_tokens_dropped=stats.tail_tokens if every_row else None),
         tokenizer_files=dict(info.files), tokenizer_source=info.source, pins=dict(info.pins),
         pinned=tokenizer_pinned and dataset_pinned, tokenizer_pinned=tokenizer_pinned, dataset_pinned=dataset_pinned,
         eos_token=vocab.eos_token, eos_token_id=int(vocab.eos_id), renderer=encoder.renderer_description,

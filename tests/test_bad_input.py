@@ -584,7 +584,7 @@ def small_source(tmp_path):
     (["--row-tokens", "0"], "--row-tokens must be at least 2"),
     (["--seed", "-1"], "--seed"),
     (["--workers", "-2"], "--workers must be at least 1"),
-    (["--rows", "many"], "invalid int value: 'many'"),
+    (["--rows", "many"], "invalid value 'many': a whole number or `all`"),
     (["--row-tokens", "8k"], "invalid int value: '8k'"),
     (["--bogus-flag"], "unrecognized arguments: --bogus-flag"),
     (["--tokenizer", "/nonexistent/tokenizer"], "no such file or directory"),

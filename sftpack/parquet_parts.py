@@ -1,0 +1,264 @@
+"""One parquet file from row groups compressed in parallel, byte for byte the file one writer would write.
+
+pyarrow's ``ParquetWriter`` compresses a file's pages in the calling thread, one after another: at 16 build
+workers, zstd over the ``tokens`` column was the build's serial bottleneck (``benchmarks/results/``). Here each
+row group is written as a standalone in-memory parquet file (:func:`part`, in any thread: pyarrow releases the GIL
+while it encodes and compresses), and :class:`Stitcher` appends the parts' row-group bytes to the output and writes
+one footer: the empty file's footer with every part's row-group metadata appended, its file offsets shifted to
+where the bytes landed. The footer is Thrift compact protocol; :func:`_parse` and :func:`_encode` read and write
+it generically (fields in their order, every value kept), so that nothing else in it changes.
+
+    >>> import pyarrow as pa, pyarrow.parquet as pq, io
+    >>> schema = pa.schema([pa.field("x", pa.int32())])
+    >>> out = io.BytesIO(); s = Stitcher(out, schema, {})
+    >>> for k in range(3): s.add(part(pa.table({"x": pa.array([k, k + 1], pa.int32())}), schema, {}))
+    >>> s.close()
+    >>> one = io.BytesIO()
+    >>> with pq.ParquetWriter(one, schema) as w:
+    ...     for k in range(3): w.write_table(pa.table({"x": pa.array([k, k + 1], pa.int32())}))
+    >>> out.getvalue() == one.getvalue()
+    True
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MAGIC = b"PAR1"
+
+# Thrift compact protocol types
+_TRUE, _FALSE, _BYTE, _I16, _I32, _I64, _DOUBLE, _BINARY, _LIST, _SET, _MAP, _STRUCT = range(1, 13)
+
+# Parquet's FileMetaData -> RowGroup -> ColumnChunk -> ColumnMetaData field ids (parquet.thrift)
+_FILE_NUM_ROWS, _FILE_ROW_GROUPS = 3, 4
+_GROUP_COLUMNS, _GROUP_FILE_OFFSET, _GROUP_ORDINAL = 1, 5, 7
+_CHUNK_FILE_OFFSET, _CHUNK_META = 2, 3
+_META_OFFSETS = (9, 10, 11)  # data_page_offset, index_page_offset, dictionary_page_offset
+_CHUNK_OTHER_OFFSETS = (4, 6)  # offset_index_offset, column_index_offset (absent here: no page index)
+
+
+def part(table: pa.Table, schema: pa.Schema, options: dict) -> pa.Buffer:
+    """``table`` as a standalone parquet file of one row group, in memory."""
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, schema, **options) as writer:
+        writer.write_table(table, row_group_size=max(table.num_rows, 1))
+    return sink.getvalue()
+
+
+class Stitcher:
+    """Writes ``PAR1``, then each added part's row groups, then the merged footer, to ``sink`` (``write()``)."""
+
+    def __init__(self, sink, schema: pa.Schema, options: dict):
+        self.sink = sink
+        empty = pa.BufferOutputStream()
+        pq.ParquetWriter(empty, schema, **options).close()
+        self._template = _parse_struct(_Reader(_footer(empty.getvalue().to_pybytes())))
+        self._groups: list[bytes] = []
+        self.rows = 0
+        self.position = 0
+        self._write(MAGIC)
+
+    def _write(self, data) -> None:
+        self.sink.write(data)
+        self.position += len(data)
+
+    def add(self, data: pa.Buffer) -> None:
+        data = memoryview(data)
+        footer = _footer(data)
+        meta = _parse_struct(_Reader(footer))
+        body = data[len(MAGIC) : len(data) - len(footer) - 8]
+        shift = self.position - len(MAGIC)
+        for group in _field(meta, _FILE_ROW_GROUPS)[2][1]:
+            _shift_group(group, shift, len(self._groups))
+            self._groups.append(_encode_struct(group))
+            self.rows += _field(group, 3)[2]  # RowGroup.num_rows
+        self._write(body)
+
+    def close(self) -> None:
+        meta = [list(f) for f in self._template]
+        for f in meta:
+            if f[0] == _FILE_NUM_ROWS:
+                f[2] = self.rows
+        out = bytearray()
+        last = 0
+        for fid, ftype, value in meta:
+            if fid == _FILE_ROW_GROUPS:
+                _field_header(out, fid - last, fid, _LIST)
+                _list_header(out, len(self._groups), _STRUCT)
+                out += b"".join(self._groups)
+            else:
+                _field_header(out, fid - last, fid, ftype if ftype not in (_TRUE, _FALSE) else (_TRUE if value else _FALSE))
+                _value(out, ftype, value)
+            last = fid
+        out.append(0)
+        self._write(bytes(out))
+        self._write(struct.pack("<I", len(out)) + MAGIC)
+
+
+def _footer(data) -> memoryview:
+    data = memoryview(data)
+    if bytes(data[-4:]) != MAGIC:
+        raise ValueError("not a parquet file")
+    (size,) = struct.unpack("<I", data[-8:-4])
+    return data[len(data) - 8 - size : len(data) - 8]
+
+
+def _field(fields: list, fid: int):
+    for f in fields:
+        if f[0] == fid:
+            return f
+    return None
+
+
+def _shift_group(group: list, shift: int, ordinal: int) -> None:
+    for f in group:
+        if f[0] == _GROUP_FILE_OFFSET:
+            f[2] += shift
+        elif f[0] == _GROUP_ORDINAL:
+            f[2] = ordinal
+        elif f[0] == _GROUP_COLUMNS:
+            for chunk in f[2][1]:
+                for g in chunk:
+                    if g[0] == _CHUNK_FILE_OFFSET and g[2]:
+                        g[2] += shift
+                    elif g[0] in _CHUNK_OTHER_OFFSETS:
+                        raise ValueError("parquet parts with page indexes are not supported")
+                    elif g[0] == _CHUNK_META:
+                        for h in g[2]:
+                            if h[0] in _META_OFFSETS:
+                                h[2] += shift
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Thrift compact protocol: a struct is a list of [field id, type, value]; a list is (element type, [values]).
+
+
+class _Reader:
+    def __init__(self, data):
+        self.data = bytes(data)
+        self.pos = 0
+
+    def byte(self) -> int:
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        shift = result = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result
+            shift += 7
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+
+def _parse_struct(r: _Reader) -> list:
+    fields, last = [], 0
+    while True:
+        header = r.byte()
+        if header == 0:
+            return fields
+        ftype, delta = header & 0x0F, header >> 4
+        fid = last + delta if delta else r.zigzag()
+        fields.append([fid, ftype, _parse_value(r, ftype)])
+        last = fid
+
+
+def _parse_value(r: _Reader, ftype: int):
+    if ftype in (_TRUE, _FALSE):
+        return ftype == _TRUE
+    if ftype == _BYTE:
+        return r.byte()
+    if ftype in (_I16, _I32, _I64):
+        return r.zigzag()
+    if ftype == _DOUBLE:
+        r.pos += 8
+        return r.data[r.pos - 8 : r.pos]
+    if ftype == _BINARY:
+        n = r.varint()
+        r.pos += n
+        return r.data[r.pos - n : r.pos]
+    if ftype in (_LIST, _SET):
+        header = r.byte()
+        size, etype = header >> 4, header & 0x0F
+        if size == 15:
+            size = r.varint()
+        if etype in (_TRUE, _FALSE):
+            raise ValueError("boolean lists are not expected in a parquet footer")
+        return (etype, [_parse_value(r, etype) for _ in range(size)])
+    if ftype == _STRUCT:
+        return _parse_struct(r)
+    raise ValueError(f"unexpected thrift type {ftype} in a parquet footer")
+
+
+def _varint(out: bytearray, n: int) -> None:
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+
+
+def _zigzag(out: bytearray, n: int) -> None:
+    _varint(out, (n << 1) ^ (n >> 63))
+
+
+def _field_header(out: bytearray, delta: int, fid: int, ftype: int) -> None:
+    if 0 < delta <= 15:
+        out.append((delta << 4) | ftype)
+    else:
+        out.append(ftype)
+        _zigzag(out, fid)
+
+
+def _list_header(out: bytearray, size: int, etype: int) -> None:
+    if size < 15:
+        out.append((size << 4) | etype)
+    else:
+        out.append(0xF0 | etype)
+        _varint(out, size)
+
+
+def _value(out: bytearray, ftype: int, value) -> None:
+    if ftype in (_TRUE, _FALSE):
+        return  # carried by the field header
+    if ftype == _BYTE:
+        out.append(value & 0xFF)
+    elif ftype in (_I16, _I32, _I64):
+        _zigzag(out, value)
+    elif ftype == _DOUBLE:
+        out += value
+    elif ftype == _BINARY:
+        _varint(out, len(value))
+        out += value
+    elif ftype in (_LIST, _SET):
+        etype, values = value
+        _list_header(out, len(values), etype)
+        for v in values:
+            _value(out, etype, v)
+    elif ftype == _STRUCT:
+        _encode_into(out, value)
+
+
+def _encode_into(out: bytearray, fields: list) -> None:
+    last = 0
+    for fid, ftype, value in fields:
+        if ftype in (_TRUE, _FALSE):
+            ftype = _TRUE if value else _FALSE
+        _field_header(out, fid - last, fid, ftype)
+        _value(out, ftype, value)
+        last = fid
+    out.append(0)
+
+
+def _encode_struct(fields: list) -> bytes:
+    out = bytearray()
+    _encode_into(out, fields)
+    return bytes(out)
