@@ -91,6 +91,8 @@ def test_rows_all_on_the_sample_counts_add_up(tmp_path, encoder):
     assert record["rows_sha256"] == hashlib.sha256(
         b"".join(t.astype("<i4").tobytes() + m.tobytes() for t, m in zip(want_t, want_m))).hexdigest()
     assert "--rows all" in record["packing"]
+    # the record of a --rows all build verifies like any other (its rows: the count the source gave)
+    assert main(["verify", str(tmp_path / f"{NAME}.build.yaml"), "--rows", str(tmp_path / f"{NAME}.parquet")]) == 0
 
 
 def small_source(tmp_path, n=240):
