@@ -12,7 +12,11 @@ once (TRL's ``SFTConfig`` + ``HfArgumentParser`` is the model). The checks run i
     >>> BuildConfig(model="Qwen3.5-122B-A10B", rows=2.5)
     Traceback (most recent call last):
     ...
-    sftpack.errors.UsageError: --rows must be an integer (got 2.5)
+    sftpack.errors.UsageError: --rows must be a whole number or 'all' (got 2.5)
+    >>> BuildConfig(model="Qwen3.5-122B-A10B", row_tokens=2.5)
+    Traceback (most recent call last):
+    ...
+    sftpack.errors.UsageError: --row-tokens must be an integer (got 2.5)
 """
 
 from __future__ import annotations
