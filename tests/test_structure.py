@@ -25,9 +25,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"rows": 2.5}, "--rows must be an integer (got 2.5)"),
-    ({"rows": True}, "--rows must be an integer (got True)"),
-    ({"rows": "2"}, "--rows must be an integer (got '2')"),
+    ({"rows": 2.5}, "--rows must be a whole number or 'all' (got 2.5)"),
+    ({"rows": True}, "--rows must be a whole number or 'all' (got True)"),
+    ({"rows": "2"}, "--rows must be a whole number or 'all' (got '2')"),
+    ({"rows": "every"}, "--rows must be a whole number or 'all' (got 'every')"),
     ({"seed": "42"}, "--seed must be an integer (got '42')"),
     ({"model": None}, "--model must be a string (got None)"),
     ({"rows": 0}, "--rows must be at least 1 (got 0)"),
