@@ -112,22 +112,28 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=6400)
     parser.add_argument("--row-tokens", type=int, default=8192)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--files", metavar="DIR", help="write the files there and keep them (reused when present)")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "A", "B"))
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
-    tmp = Path(tempfile.mkdtemp(prefix="sftpack-diff-bench-"))
+    tmp = Path(args.files) if args.files else Path(tempfile.mkdtemp(prefix="sftpack-diff-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     try:
         t = time.perf_counter()
         a, copy, b = tmp / "A.parquet", tmp / "A-copy.parquet", tmp / "B.parquet"
         middle = args.rows * args.row_tokens // 2 // 920  # a conversation about half way through the rows
-        write(a, args.rows, args.row_tokens, None)
-        shutil.copy(a, copy)
-        write(b, args.rows, args.row_tokens, middle)
+        if not (args.files and all(p.exists() for p in (a, copy, b))):
+            write(a, args.rows, args.row_tokens, None)
+            shutil.copy(a, copy)
+            write(b, args.rows, args.row_tokens, middle)
+            how = f"wrote A and B in {time.perf_counter() - t:.1f} s"
+        else:
+            how = f"reused A and B in {tmp}"
         mb = sum(p.stat().st_size for p in (a, b)) / 2**20
-        print(f"wrote A and B ({args.rows:,} x {args.row_tokens:,} tokens, {mb:,.0f} MB together) in "
-              f"{time.perf_counter() - t:.1f} s; B lacks conversation s{middle:06d}", flush=True)
+        print(f"{how} ({args.rows:,} x {args.row_tokens:,} tokens, {mb:,.0f} MB together); B lacks conversation "
+              f"s{middle:06d}; load average {os.getloadavg()[0]:.1f}", flush=True)
         cases = [("baseline: sftpack hash of A and B", "hash", a, b), ("diff A, A copy (identical)", "diff", a, copy),
                  ("diff A, B (one conversation skipped mid-file)", "diff", a, b),
                  ("naive: read_rows both whole + compare", "naive", a, b)]
@@ -144,11 +150,13 @@ def main() -> None:
             peak = max(r["peak_mb"] for r in runs)
             growth = max(r["peak_mb"] - r["base_mb"] for r in runs)
             print(f"{label:48} {s:8.2f} {s / base:8.2f} {peak:7.0f} MB {growth:6.0f} MB")
+        print(f"load average at the end {os.getloadavg()[0]:.1f} (the host is shared: compare the ratios)")
         skip_run = results[cases[2][0]][0]
         print(f"\ndiff A, B: cause {skip_run['cause']}, first difference row {skip_run['first_row']} position "
               f"{skip_run['position']}, {skip_run['identical']:,} rows identical")
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if not args.files:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -73,38 +73,60 @@ def _first_difference(ta, ma, tb, mb) -> tuple[int, int] | None:
     return r, int(np.flatnonzero(differ[r])[0])
 
 
+def _read_block(side: Side, start: int, h) -> tuple:
+    """Rows ``start .. start+BLOCK`` of ``side`` (None past its end), hashed into ``h`` on the way."""
+    stop = min(start + BLOCK, side.rows)
+    if start >= stop:
+        return None, None
+    tokens, mask = read_rows(side.path, slice(start, stop))
+    for t, m in zip(tokens, mask):
+        h.update(t.tobytes())
+        h.update(m.tobytes())
+    return tokens, mask
+
+
 def _scan(a: Side, b: Side) -> dict:
-    """Compare every row, hash both sides; counts and the first differing (row, position)."""
+    """Compare every row, hash both sides; counts and the first differing (row, position). Each side is read
+    by its own thread, one block ahead of the comparison: decompression and hashing release the GIL, so the
+    two files are read at once, and one thread per side keeps that side's hash updates in row order. At most
+    two blocks per side are in memory."""
+    from concurrent.futures import ThreadPoolExecutor
+
     hashes = {a.label: hashlib.sha256(), b.label: hashlib.sha256()}
     counts = {"compared": min(a.rows, b.rows), "identical": 0, "tokens_differ": 0, "mask_only": 0}
     first = None
-    for start in range(0, max(a.rows, b.rows), BLOCK):
-        blocks = {}
-        for side in (a, b):
-            stop = min(start + BLOCK, side.rows)
-            tokens, mask = read_rows(side.path, slice(start, stop)) if start < stop else (None, None)
-            if tokens is not None:
-                h = hashes[side.label]
-                for t, m in zip(tokens, mask):
-                    h.update(t.tobytes())
-                    h.update(m.tobytes())
-            blocks[side.label] = (tokens, mask)
-        (ta, ma), (tb, mb) = blocks[a.label], blocks[b.label]
-        n = min(len(ta) if ta is not None else 0, len(tb) if tb is not None else 0)
-        if not n:
-            continue
-        ta, ma, tb, mb = ta[:n], ma[:n], tb[:n], mb[:n]
-        same_tokens = (ta == tb).all(axis=1)
-        same_mask = (ma == mb).all(axis=1)
-        counts["identical"] += int((same_tokens & same_mask).sum())
-        counts["tokens_differ"] += int((~same_tokens).sum())
-        counts["mask_only"] += int((same_tokens & ~same_mask).sum())
-        if first is None:
-            found = _first_difference(ta, ma, tb, mb)
-            if found is not None:
-                first = (start + found[0], found[1])
+    starts = range(0, max(a.rows, b.rows), BLOCK)
+    with ThreadPoolExecutor(1) as reader_a, ThreadPoolExecutor(1) as reader_b:
+        def submit(start):
+            return (reader_a.submit(_read_block, a, start, hashes[a.label]),
+                    reader_b.submit(_read_block, b, start, hashes[b.label]))
+
+        pending = submit(starts[0]) if len(starts) else None
+        for i, start in enumerate(starts):
+            fa, fb = pending
+            pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
+            (ta, ma), (tb, mb) = fa.result(), fb.result()
+            first = _compare(ta, ma, tb, mb, start, counts, first)
     a.rows_sha256, b.rows_sha256 = hashes[a.label].hexdigest(), hashes[b.label].hexdigest()
     return {"counts": counts, "first": first}
+
+
+def _compare(ta, ma, tb, mb, start: int, counts: dict, first):
+    """Count one block's identical / token-differing / mask-only rows; the first difference so far."""
+    n = min(len(ta) if ta is not None else 0, len(tb) if tb is not None else 0)
+    if not n:
+        return first
+    ta, ma, tb, mb = ta[:n], ma[:n], tb[:n], mb[:n]
+    same_tokens = (ta == tb).all(axis=1)
+    same_mask = (ma == mb).all(axis=1)
+    counts["identical"] += int((same_tokens & same_mask).sum())
+    counts["tokens_differ"] += int((~same_tokens).sum())
+    counts["mask_only"] += int((same_tokens & ~same_mask).sum())
+    if first is None and counts["identical"] < start + n:  # some row of this block differs
+        found = _first_difference(ta, ma, tb, mb)
+        if found is not None:
+            first = (start + found[0], found[1])
+    return first
 
 
 def _attach_record(side: Side) -> None:
