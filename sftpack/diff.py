@@ -139,7 +139,7 @@ def _attach_record(side: Side) -> None:
     elif record.get("rows_sha256") != side.rows_sha256:
         side.record_note = f"{name}.build.yaml describes other rows (its rows_sha256 differs): not used"
     else:
-        side.record, side.record_note = record, f"{name}.build.yaml (rows_sha256 matches)"
+        side.record, side.record_note = record.to_dict(), f"{name}.build.yaml (rows_sha256 matches)"
 
 
 def _attach_vocabs(a: Side, b: Side, tokenizers, model: str | None) -> None:
