@@ -20,11 +20,11 @@ the head is checked once against the model's own ``forward`` logits on a short p
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import UsageError
+from .head import ChunkLoss, Head, head_of  # noqa: F401  (Head, head_of: part of this module's API)
 
 DTYPES = ("bfloat16", "float16", "float32", "float64")
 CHECK_TOKENS = 64  # prefix length of the head self-check
@@ -47,42 +47,6 @@ def shifted_targets(tokens, loss_mask) -> tuple[list[int], list[int]]:
     tokens, loss_mask = np.asarray(tokens), np.asarray(loss_mask)
     t = np.flatnonzero(loss_mask[1:]) + 1
     return (t - 1).tolist(), tokens[t].tolist()
-
-
-@dataclass
-class Head:
-    """The LM head as the model applies it: ``weight`` (and ``bias``), then the config's logit post-processing."""
-
-    linear: object  # torch.nn.Linear (or anything mapping [n, hidden] -> [n, vocab])
-    softcap: float | None = None
-    scale: float = 1.0
-
-    def __call__(self, hidden):
-        logits = self.linear(hidden)
-        if logits.element_size() < 4:  # bf16/fp16 logits: softmax in fp32 (fp64 stays fp64)
-            logits = logits.float()
-        if self.scale != 1.0:
-            logits = logits * self.scale
-        if self.softcap:
-            logits = self.softcap * (logits / self.softcap).tanh()
-        return logits
-
-
-def head_of(model) -> Head:
-    """The model's output head, with its logit scaling / soft-capping read from the config."""
-    linear = model.get_output_embeddings()
-    if linear is None:
-        raise UsageError(f"{type(model).__name__} has no output embeddings (not a causal LM head)")
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    scale = 1.0
-    if getattr(config, "logit_scale", None) is not None:  # Cohere: logits * logit_scale
-        scale *= float(config.logit_scale)
-    if getattr(config, "logits_scaling", None) is not None:  # Granite: logits / logits_scaling
-        scale /= float(config.logits_scaling)
-    if getattr(config, "output_multiplier", None) is not None:  # HyperCLOVA X: logits * output_multiplier
-        scale *= float(config.output_multiplier)
-    softcap = getattr(config, "final_logit_softcapping", None)
-    return Head(linear, float(softcap) if softcap else None, scale)
 
 
 def decoder_of(model):
@@ -109,7 +73,7 @@ def check_head(model, decoder, head: Head, ids, dtype: str) -> float:
     prefix = ids[: min(CHECK_TOKENS, len(ids))]
     with torch.inference_mode():
         reference = model(input_ids=prefix[None], use_cache=False).logits[0].double()
-        ours = head(hidden_states(decoder, prefix)).double()
+        ours = head(hidden_states(decoder, prefix)).double().to(reference.device)  # sharded: head on another device
     scale = float(reference.abs().max()) or 1.0
     diff = float((ours - reference).abs().max()) / scale
     if not diff <= CHECK_TOLERANCE[dtype]:
@@ -120,36 +84,50 @@ def check_head(model, decoder, head: Head, ids, dtype: str) -> float:
     return diff
 
 
-def load_model(name: str, revision: str | None, device: str, dtype: str, trust_remote_code: bool = False):
-    """``AutoModelForCausalLM.from_pretrained`` in ``dtype`` on ``device``, in eval mode."""
-    torch = torch_or_usage_error()
+def _check_dtype_device(torch, dtype: str, device: str | None) -> None:
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype}: choose one of {', '.join(DTYPES)}")
+    if device is None:
+        return
     try:
         torch.device(device)
     except RuntimeError:
         raise UsageError(f"--device {device!r} is not a torch device (cpu, cuda, cuda:1, ...)") from None
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UsageError(f"--device {device}: CUDA is not available to this torch ({torch.__version__}); use --device cpu")
+
+
+def load_model(name: str, revision: str | None, device: str | None, dtype: str, trust_remote_code: bool = False,
+               device_map: dict | None = None):
+    """``AutoModelForCausalLM.from_pretrained`` in ``dtype``, in eval mode: on ``device``, or placed by accelerate
+    with an explicit ``device_map`` (``placement.plan_of``)."""
+    torch = torch_or_usage_error()
+    _check_dtype_device(torch, dtype, device)
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # sftpack prints its own one-screen summary
+    placed = {"device_map": device_map} if device_map is not None else {}
     try:
         model = AutoModelForCausalLM.from_pretrained(name, revision=revision, dtype=getattr(torch, dtype),
-                                                     trust_remote_code=trust_remote_code)
+                                                     trust_remote_code=trust_remote_code, **placed)
     except (OSError, ValueError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise UsageError(f"--model {name}: cannot load it ({first})") from None
-    return model.to(device).eval()
+    return (model if device_map is not None else model.to(device)).eval()
 
 
 def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int = 1024, dtype: str = "bfloat16",
-               per_row: bool = False, check: bool = True, progress=None) -> dict:
+               per_row: bool = False, check: bool = True, progress=None, compile: str = "auto") -> dict:
     """Per-token mean cross-entropy of ``model`` over the supervised targets of ``tokens``/``loss_mask`` rows.
 
-    Returns ``loss``, ``supervised_targets``, ``rows``, ``row_tokens``, ``seconds``, ``tokens_per_second``,
-    ``peak_gpu_memory_bytes`` (None off CUDA), ``head_check`` and, with ``per_row``, ``per_row`` losses."""
+    ``model`` may be on one device or dispatched by accelerate across several (``hf_device_map``). Returns
+    ``loss``, ``supervised_targets``, ``rows``, ``row_tokens``, ``seconds``, ``tokens_per_second``,
+    ``peak_gpu_memory_bytes`` (the largest over the GPUs used; None off CUDA) and ``peak_gpu_memory_by_gpu``,
+    ``head_check``, ``head_ce`` (``compiled`` or ``eager``) with ``head_ce_note``, and with ``per_row`` the rows'
+    losses."""
+    from .placement import gpus_of, run_device
+
     torch = torch_or_usage_error()
     if chunk < 1:
         raise UsageError(f"--chunk {chunk}: must be at least 1")
@@ -164,37 +142,42 @@ def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int =
     if vocab is not None and int(tokens.max()) >= vocab:
         raise UsageError(f"the rows hold token id {int(tokens.max())} but the model's vocabulary has {vocab} entries: "
                          "rows built for another model?")
-    device = next(model.parameters()).device
-    cuda = device.type == "cuda"
-    head_check = check_head(model, decoder, head, torch.as_tensor(tokens[0], device=device), dtype) if check else None
-    if cuda:
-        torch.cuda.synchronize(device)
-        torch.cuda.reset_peak_memory_stats(device)
+    device = run_device(model, model.get_input_embeddings())  # where the ids go in
+    gpus = gpus_of(model)
+    chunk_loss = ChunkLoss(head, compile, run_device(model, head.linear), dtype)
+    first = torch.as_tensor(tokens[0], device=device)
+    head_check = check_head(model, decoder, head, first, dtype) if check else None
+    n = min(CHECK_TOKENS, len(first))
+    if n >= 2:
+        with torch.inference_mode():  # compile (and check against eager) on a short prefix, outside the timed loop
+            chunk_loss(hidden_states(decoder, first[:n])[:-1], first[1:n])
+    for g in gpus:
+        torch.cuda.synchronize(g)
+        torch.cuda.reset_peak_memory_stats(g)
     total, count, rows_out = 0.0, 0, []
     start = time.perf_counter()
     with torch.inference_mode():
         for r in range(len(tokens)):
             ids = torch.as_tensor(tokens[r], device=device)
-            hidden = hidden_states(decoder, ids)
+            hidden = hidden_states(decoder, ids)  # on the device of the decoder's last module
             positions, targets = shifted_targets(tokens[r], loss_mask[r])
-            positions = torch.as_tensor(positions, device=device)
-            targets = torch.as_tensor(targets, device=device)
-            row_sum = torch.zeros((), dtype=torch.float64, device=device)
-            for s in range(0, len(positions), chunk):
-                logits = head(hidden[positions[s : s + chunk]])  # [<=chunk, vocab] fp32: the only logits alive
-                row_sum += torch.nn.functional.cross_entropy(logits, targets[s : s + chunk], reduction="sum").double()
-                del logits
+            positions = torch.as_tensor(positions, device=hidden.device)
+            targets = torch.as_tensor(targets, device=hidden.device)
+            row_sum = 0.0
+            for s in range(0, len(positions), chunk):  # [<=chunk, vocab] logits: the only ones alive
+                row_sum = row_sum + chunk_loss(hidden[positions[s : s + chunk]], targets[s : s + chunk])
             row_sum = float(row_sum)
             total += row_sum
             count += len(targets)
             rows_out.append({"row": r, "loss": row_sum / len(targets) if len(targets) else None, "targets": len(targets)})
             if progress:
                 progress(r + 1)
-    if cuda:
-        torch.cuda.synchronize(device)
+    for g in gpus:
+        torch.cuda.synchronize(g)
     seconds = time.perf_counter() - start
     if count == 0:
         raise UsageError("the rows have no supervised target")
+    peaks = {f"cuda:{g}": int(torch.cuda.max_memory_allocated(g)) for g in gpus}
     result = {
         "loss": total / count,
         "rows": len(tokens),
@@ -202,8 +185,11 @@ def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int =
         "supervised_targets": count,
         "seconds": seconds,
         "tokens_per_second": tokens.size / seconds if seconds > 0 else None,
-        "peak_gpu_memory_bytes": int(torch.cuda.max_memory_allocated(device)) if cuda else None,
+        "peak_gpu_memory_bytes": max(peaks.values()) if peaks else None,
+        "peak_gpu_memory_by_gpu": peaks,
         "head_check": head_check,
+        "head_ce": chunk_loss.ran,
+        "head_ce_note": chunk_loss.note,
     }
     if per_row:
         result["per_row"] = rows_out
@@ -211,34 +197,61 @@ def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int =
 
 
 def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: int = 128, device: str | None = None,
-                 dtype: str = "bfloat16", chunk: int = 1024, per_row: bool = False, trust_remote_code: bool = False) -> dict:
-    """``sftpack loss``: load ``model``, take the first ``limit`` rows of the ``rows`` parquet, return the figures."""
+                 dtype: str = "bfloat16", chunk: int = 1024, per_row: bool = False, trust_remote_code: bool = False,
+                 device_map: str | None = None, max_memory: str | dict | None = None, compile: str = "auto") -> dict:
+    """``sftpack loss``: load ``model``, take the first ``limit`` rows of the ``rows`` parquet, return the figures.
+
+    ``device_map="auto"`` places the model with accelerate under ``max_memory`` (``"0=60GiB,cpu=200GiB"`` or a
+    dict); the plan is checked before any weight is read and returned as ``placement``."""
+    from .placement import DEVICE_MAPS, parse_max_memory, plan_of
     from .rows import read_rows, rows_sha256_of
 
     torch = torch_or_usage_error()
     if limit < 1:
         raise UsageError(f"--limit {limit}: must be at least 1")
+    if device_map is not None and device is not None:
+        raise UsageError("--device and --device-map exclude each other (--device-map places the model itself)")
+    if device_map is not None and device_map not in DEVICE_MAPS:
+        raise UsageError(f"--device-map {device_map}: choose one of {', '.join(DEVICE_MAPS)}")
+    if max_memory is not None and device_map is None:
+        raise UsageError("--max-memory goes with --device-map auto")
+    _check_dtype_device(torch, dtype, device)
     tokens, mask = read_rows(rows, slice(0, limit))
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    loaded = load_model(model, revision, device, dtype, trust_remote_code)
-    result = step0_loss(loaded, tokens, mask, chunk=chunk, dtype=dtype, per_row=per_row)
+    plan = None
+    if device_map is not None:
+        budget = parse_max_memory(max_memory) if isinstance(max_memory, str) else max_memory
+        plan = plan_of(model, revision, dtype, budget, trust_remote_code)  # refuses a model too large: no weight read
+        loaded = load_model(model, revision, None, dtype, trust_remote_code, device_map=plan.device_map)
+        device = "device map auto"
+    else:
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        loaded = load_model(model, revision, device, dtype, trust_remote_code)
+    result = step0_loss(loaded, tokens, mask, chunk=chunk, dtype=dtype, per_row=per_row, compile=compile)
     result.update({"model": model, "revision": revision, "rows_path": str(rows), "rows_sha256": rows_sha256_of(tokens, mask),
                    "dtype": dtype, "device": device, "chunk": chunk})
+    if plan is not None:
+        result["placement"] = plan.lines()
+        result["device_map"] = {k: v for k, v in plan.device_map.items()}
+        result["model_weight_bytes"] = plan.model_bytes
     return result
 
 
 def format_result(result: dict) -> str:
     """The human-readable summary ``sftpack loss`` prints."""
-    gib = result["peak_gpu_memory_bytes"]
+    peaks = result.get("peak_gpu_memory_by_gpu") or {}
     lines = [
         f"loss {result['loss']:.6f}  (per-token mean over {result['supervised_targets']:,} supervised targets in "
         f"{result['rows']} rows x {result['row_tokens']:,} tokens)",
         f"  model      {result['model']}" + (f" @ {result['revision']}" if result.get("revision") else "")
         + f"  ({result['dtype']} on {result['device']}, LM head in chunks of {result['chunk']})",
+        f"  head + CE  {result['head_ce']} ({result['head_ce_note']})",
         f"  speed      {result['tokens_per_second']:,.0f} tokens/s  ({result['seconds']:.2f} s)",
-        f"  peak GPU   " + (f"{gib / 2**30:.2f} GiB allocated" if gib is not None else "- (not on CUDA)"),
-        f"  rows       {result['rows_path']}  rows_sha256 of these rows {result['rows_sha256']}",
+        "  peak GPU   " + ("; ".join(f"{d} {b / 2**30:.2f} GiB" for d, b in peaks.items()) + " allocated"
+                           if peaks else "- (not on CUDA)"),
     ]
+    for k, line in enumerate(result.get("placement", [])):
+        lines.append(("  placement  " if k == 0 else " " * 13) + line)
+    lines.append(f"  rows       {result['rows_path']}  rows_sha256 of these rows {result['rows_sha256']}")
     for row in result.get("per_row", []):
         loss = f"{row['loss']:.6f}" if row["loss"] is not None else "-"
         lines.append(f"  row {row['row']:>6}  loss {loss}  ({row['targets']:,} targets)")
