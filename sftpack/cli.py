@@ -159,7 +159,8 @@ def _add_verify(sub) -> None:
 
 
 def cmd_verify(args) -> int:
-    from .verify import format_report, load_declared, report_json, rows_mismatch, verdict, verify_rebuild, verify_rows
+    from .rebuild import verify_rebuild
+    from .verify import format_report, load_declared, report_json, rows_mismatch, verdict, verify_rows
 
     if not args.rebuild and (args.source or args.tokenizer or args.workers or args.keep):
         raise UsageError("--source, --tokenizer, --workers and --keep go with --rebuild")

@@ -3,7 +3,7 @@
 A declaration is either an OpenRecipes recipe (``workload.dataset.rows_sha256`` and
 ``workload.dataset.build.{name, rows, row_tokens, ...}``) or the ``NAME.build.yaml`` that ``sftpack build``
 writes (the same fields at top level, plus exact counts, the tokenizer files used and whether they were the
-pinned ones). :func:`verify_rows` recomputes every figure it can from the parquet; :func:`verify_rebuild`
+pinned ones). :func:`verify_rows` recomputes every figure it can from the parquet; :func:`sftpack.rebuild.verify_rebuild`
 first builds the rows the declaration describes. Both return a list of :class:`Check`.
 
 ``rows_sha256`` covers the rows (tokens and loss masks) and nothing else; ``parquet_sha256`` covers the
@@ -394,7 +394,5 @@ def report_json(declared: dict, checks: list[Check], target: str) -> dict:
     }
 
 
-__all__ = ["Check", "load_declared", "verify_rows", "verify_rebuild", "rows_mismatch", "verdict", "format_report", "report_json",
+__all__ = ["Check", "load_declared", "verify_rows", "rows_mismatch", "verdict", "format_report", "report_json",
            "parse_tokenizer_sha256", "NotSftpackRows"]
-
-from .rebuild import verify_rebuild  # noqa: E402  (it builds on verify_rows above)
