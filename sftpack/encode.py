@@ -17,7 +17,7 @@ import numpy as np
 
 from .conversation import Skip, check_messages
 from .errors import UsageError
-from .mask import supervised_spans
+from .mask import close_final_turn, supervised_spans
 from .profiles import MaskRule, Profile, load_profile
 from .render import Renderer, TemplateError
 from .vocab import EncodeError, Vocab
@@ -49,7 +49,7 @@ class ConversationEncoder:
         """Rendered text and its supervised character spans, or :class:`Skip`."""
         clean = check_messages(messages)
         try:
-            rendered = self.render(clean)
+            rendered = close_final_turn(self.render(clean), self.rule)
         except TemplateError as e:
             raise Skip("template_error", str(e)) from e
         return rendered.text, supervised_spans(rendered, clean, self.rule)
@@ -62,7 +62,7 @@ class ConversationEncoder:
             raise Skip("invalid_unicode", str(e)) from e
 
     def render_text(self, messages) -> str:
-        return self.render(check_messages(messages)).text
+        return close_final_turn(self.render(check_messages(messages)), self.rule).text
 
 
 def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
@@ -85,15 +85,34 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
         variables["strftime_now"] = datetime.date.fromisoformat(profile.template_options["date"]).strftime
     jinja = JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers)
     if native is None:
+        _refuse_fallback(profile, f"no native {profile.template} renderer exists")
         return jinja, f"the tokenizer's chat_template through Jinja (no native {profile.template} renderer)"
     for conversation in PROBE_CONVERSATIONS:
         try:
-            same = native(conversation).text == jinja(conversation).text
+            same = native(conversation).text == jinja.text_of(conversation)
         except TemplateError:
-            same = _both_raise(native, jinja, conversation)
+            same = _both_raise(native, jinja.text_of, conversation)
         if not same:
+            _refuse_fallback(profile, f"the tokenizer's chat_template differs from the native {profile.template} renderer")
             return jinja, f"the tokenizer's chat_template through Jinja (differs from the native {profile.template} renderer)"
     return native, f"native {profile.template} renderer (equal to the tokenizer's chat_template on {len(PROBE_CONVERSATIONS)} probe conversations)"
+
+
+def fallback_refusal(rule: MaskRule) -> str | None:
+    """Why the Jinja fallback cannot mask a family's turns, or None. The fallback finds each assistant turn by its
+    header and closes it at the first end-of-turn marker after it; that needs a marker the template writes at the
+    end of every assistant turn. A rule with ``final_turn_end`` says its template leaves the last turn open."""
+    if rule.final_turn_end:
+        return ("its template writes no end-of-turn marker (a turn ends where the next role token starts, and the "
+                "last turn with the text), so the fallback cannot tell where an assistant turn ends")
+    return None
+
+
+def _refuse_fallback(profile: Profile, why: str) -> None:
+    reason = fallback_refusal(profile.rule)
+    if reason is not None:
+        raise UsageError(f"{profile.model}: {why}, and the Jinja fallback cannot mask the {profile.template} family: "
+                         f"{reason}; use a tokenizer directory with the official template")
 
 
 def _both_raise(a, b, conversation) -> bool:
@@ -121,6 +140,8 @@ def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     if "date" in profile.template_options:  # the record's `renderer` shows the date the rows were rendered with
         description += f"; the template's clock (strftime_now) pinned to {profile.template_options['date']} by the profile"
     rule = profile.rule
+    if rule.final_turn_end:  # the rows' text is not the template's alone: say so in the record
+        description += f"; {rule.final_turn_end} appended after a final assistant turn (rule {rule.name})"
     return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab))
 
 

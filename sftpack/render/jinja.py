@@ -29,6 +29,10 @@ class JinjaRenderer:
         head = re.escape(rule.header).replace(re.escape("{name}"), "(?:(?!" + FILLER + ").)*?")
         self._header_re = re.compile(head, re.S)
 
+    def text_of(self, messages: list) -> str:
+        """The template's own text for ``messages`` (no turn finding): what native renderers are compared with."""
+        return self._render_text(messages)
+
     def _render_text(self, messages: list) -> str:
         try:
             return self._template.render(messages=messages, add_generation_prompt=False, **self.variables)
