@@ -16,7 +16,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from .errors import UsageError
-from .vocab import Vocab, VocabInfo, load_tokenizer_json, sha256_file
+from .tokenizer_json import load_tokenizer_json
+from .vocab import Vocab, VocabInfo, sha256_file
 
 TOKENIZER_SHA256 = "8f9f37ca37fdc4f5fd36d5cf4d3b0e8392edb4e894fd10cc0d70b4957c8633cf"
 EOS_TOKEN = "<｜end▁of▁sentence｜>"
