@@ -80,12 +80,13 @@ def cmd_models(args) -> int:
             "published_rows_sha256": p.published.get("rows_sha256"),
         } for p in profiles], indent=2))
         return 0
-    print(f"{'model':<20} {'family':<9} {'loss mask':<10} {'offline':<8} {'build name':<28} {'hub revision':<14} published rows_sha256")
-    for p in profiles:
-        rev = (p.hub_revision or "unpinned")[:12]
-        published = (p.published.get("rows_sha256") or "-")[:16]
-        offline = "yes" if p.offline_tokenizer else "no"  # builds without the hub (a vocabulary sftpack can get offline)
-        print(f"{p.model:<20} {p.template:<9} {p.loss_mask:<10} {offline:<8} {p.build_name:<28} {rev:<14} {published}")
+    # "offline": whether a build works without the hub and without --tokenizer (an offline vocabulary exists)
+    rows = [(p.model, p.template, p.loss_mask, "yes" if p.offline_tokenizer else "--tokenizer DIR", p.build_name,
+             (p.hub_revision or "unpinned")[:12], (p.published.get("rows_sha256") or "-")[:16]) for p in profiles]
+    header = ("model", "family", "loss mask", "offline", "build name", "hub revision", "published rows_sha256")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    for row in [header, *rows]:
+        print(" ".join(cell.ljust(width) for cell, width in zip(row, widths)) + " " + row[-1])
     return 0
 
 

@@ -388,3 +388,12 @@ def test_glm_fallback_is_refused_in_one_line(tmp_path, capsys):
                                   "--rows", "2", "--row-tokens", "64", "--out", str(tmp_path / "out"), "--no-progress"], capsys)
     assert rc == 2 and stdout == "" and "no end-of-turn marker" in stderr and stderr.count("\n") == 1
     assert not list((tmp_path / "out").glob("glm45-*"))  # no output (only the build's lock file)
+
+
+def test_models_says_which_need_a_tokenizer_directory(capsys):
+    rc, stdout, _ = run_cli(["models"], capsys)
+    assert rc == 0
+    lines = {line.split()[0]: line.split() for line in stdout.splitlines()[1:]}
+    for family, spec in SPECS.items():
+        assert lines[spec.model][1:6] == [family, family, "--tokenizer", "DIR", spec.build_name]
+    assert lines["DeepSeek-V4-Flash"][1:5] == ["deepseek_v4", "deepseek_v4", "yes", "deepseek-v4-flash-tulu3-fixed8192-v1"]
