@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +24,7 @@ from .config import ALL, MAX_ROW_TOKENS, MAX_WORKERS, BuildConfig  # noqa: F401 
 from .conversation import Skip
 from .encode import ConversationEncoder, make_encoder
 from .errors import UsageError
-from .pack import pack
+from .pack import pack_chunks
 from .profiles import TULU_REPO, TULU_REVISION, load_profile
 from .record import BuildRecord, BuildStats, make_record
 from .source import RowError, Source, open_source
@@ -83,32 +83,73 @@ def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarr
     return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds)
 
 
-def encoded_conversations(
-    encoder: ConversationEncoder, source: Source, order: np.ndarray, workers: int, stats: BuildStats, strict: bool = False,
+class Walk:
+    """The walk over the source in permutation order: skips and control text are counted as the packer reaches
+    them (``pulled(n)``: ``n`` kept conversations pulled; ``None``: the source ended), as if conversations were
+    pulled one by one; with ``strict`` the first skip reached is the error."""
+
+    def __init__(self, stats: BuildStats, strict: bool = False):
+        self.stats, self.strict = stats, strict
+        self.chunks: deque = deque()  # chunks not yet walked past: [first row, kept rows, skips, control, next skip, next control]
+        self.rows = 0  # source rows handed to the packer
+        self.kept = 0
+
+    def add(self, result: ChunkResult) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+        """Register a chunk; its kept conversations ``(ids, lengths, tokens, masks)`` for the packer."""
+        kept = [p for p, status in enumerate(result.status) if status is None]
+        index = {p: self.kept + i for i, p in enumerate(kept)}
+        skips = [(self.rows + p, status, result.ids[p]) for p, status in enumerate(result.status) if status is not None]
+        control = sorted(index[p] for p in result.control_text)
+        self.chunks.append([self.rows, np.array(kept, dtype=np.int64) + self.rows, skips, control, 0, 0])
+        self.rows += len(result.status)
+        self.kept += len(kept)
+        return [result.ids[p] for p in kept], result.lengths, result.tokens, result.masks
+
+    def pulled(self, n: int | None) -> None:
+        stats = self.stats
+        if n is None:
+            upto, n = self.rows, self.kept
+        else:
+            upto = stats.reached  # conversation n was in a chunk already walked past
+            first_kept = self.kept - sum(len(c[1]) for c in self.chunks)
+            for chunk in self.chunks:
+                if 0 < n - first_kept <= len(chunk[1]):
+                    upto = int(chunk[1][n - first_kept - 1]) + 1
+                    break
+                first_kept += len(chunk[1])
+        while self.chunks:
+            chunk = self.chunks[0]
+            start, kept_rows, skips, control = chunk[:4]
+            while chunk[4] < len(skips) and skips[chunk[4]][0] < upto:
+                _, (reason, detail), conv_id = skips[chunk[4]]
+                if self.strict:
+                    raise UsageError(f"--strict: conversation {conv_id!r}: {reason}: {detail}")
+                stats.skipped[reason] += 1
+                chunk[4] += 1
+            while chunk[5] < len(control) and control[chunk[5]] < n:
+                stats.control_text += 1  # counted as reached, like the skips
+                chunk[5] += 1
+            end = start + len(kept_rows) + len(skips)
+            if end > upto or chunk[5] < len(control):
+                break
+            self.chunks.popleft()
+        stats.reached = upto
+
+
+def encoded_chunks(
+    encoder: ConversationEncoder, source: Source, order: np.ndarray, workers: int, walk: Walk,
     seconds: Counter | None = None,
-) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-    """Kept conversations in ``order`` as ``(id, tokens, mask)``, counting skips as they are reached.
-    ``seconds`` (profiling) sums the parent's wait for results and the workers' seconds by stage."""
+) -> Iterator[tuple[list, np.ndarray, np.ndarray, np.ndarray]]:
+    """Each chunk's kept conversations ``(ids, lengths, tokens, masks)`` in ``order``, for
+    :func:`~sftpack.pack.pack_chunks`; ``walk`` counts the skips. ``seconds`` (profiling) sums the parent's wait
+    for results and the workers' seconds by stage."""
     chunks = (order[i : i + CHUNK] for i in range(0, len(order), CHUNK))
     seconds = seconds if seconds is not None else Counter()
 
     def consume(result: ChunkResult):
         for stage, spent in zip(("worker_read_s", "worker_prepare_s", "worker_tokenize_s"), result.seconds):
             seconds[stage] += spent
-        bounds = np.concatenate(([0], np.cumsum(result.lengths)))
-        k = 0
-        control = set(result.control_text)
-        for position, (conv_id, status) in enumerate(zip(result.ids, result.status)):
-            stats.reached += 1
-            if status is not None:
-                if strict:
-                    raise UsageError(f"--strict: conversation {conv_id!r}: {status[0]}: {status[1]}")
-                stats.skipped[status[0]] += 1
-                continue
-            a, b = bounds[k], bounds[k + 1]
-            k += 1
-            stats.control_text += position in control  # counted as reached, like the skips
-            yield conv_id, result.tokens[a:b], result.masks[a:b]
+        yield walk.add(result)
 
     if workers <= 1:
         for chunk in chunks:
@@ -216,8 +257,9 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
         writer = RowWriter(outputs.tmp_parquet, row_tokens, name)
         progress = Progress(None if every_row else rows, len(source), row_tokens, stats, config.progress)
         try:
-            stream = encoded_conversations(encoder, source, order, workers, stats, config.strict, clock.seconds)
-            for row in pack(stream, row_tokens, vocab.eos_id, stats):
+            walk = Walk(stats, config.strict)
+            stream = encoded_chunks(encoder, source, order, workers, walk, clock.seconds)
+            for row in pack_chunks(stream, row_tokens, vocab.eos_id, stats, walk.pulled):
                 writer.write(row)
                 progress.row()
                 if writer.rows == rows:
