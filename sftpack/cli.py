@@ -174,9 +174,9 @@ def cmd_verify(args) -> int:
         diffs.append(diff_rows(rows_path, args.against))
 
     if args.against:
-        from .rows import open_rows
+        from .rowformats import open_rows_file
 
-        open_rows(args.against)  # an unusable OTHER is exit 2 before any slow step
+        open_rows_file(args.against)  # an unusable OTHER is exit 2 before any slow step
     if args.rebuild:
         checks = verify_rebuild(declared, args.source, args.tokenizer, args.workers, keep=args.keep,
                                 on_mismatch=against if args.against else None)

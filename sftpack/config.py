@@ -75,6 +75,12 @@ def _rows_check(v, flag):
     return _range(1)(v, flag)
 
 
+def _known_format(v, flag):
+    from .rowformats import ROW_FORMATS
+
+    return None if v in ROW_FORMATS else f"{flag} {v!r}: unknown rows format (known: {', '.join(sorted(ROW_FORMATS))})"
+
+
 def _plain_name(v, flag):
     if not v or "/" in v or v.startswith(".") or not v.isprintable():
         return f"{flag} {v!r}: a plain file name is needed (no '/', not empty, not starting with '.')"
@@ -104,6 +110,7 @@ class BuildConfig:
                                   help="build even if hub files or the dataset revision do not match the pins")
     dataset_revision: str | None = option(None, help="Tulu 3 revision for --source hub (default: the pinned one)")
     progress: bool = option(True, kind=bool, flag="--no-progress", help="no progress bar")
+    format: str = option("parquet", help="rows file format (default: parquet)", check=_known_format)
 
     def __post_init__(self):
         for f in fields(self):

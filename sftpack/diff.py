@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UsageError
-from .rows import PROVENANCE_COLUMNS, open_rows, read_provenance, read_rows, row_tokens_of
+from .rowformats import open_rows_file, stem_of
 
 BLOCK = 64  # rows per read: one row group as sftpack writes them (a few MB at 8,192 tokens)
 CONTEXT_ROWS = 3  # rows of tokens read from the first difference on: a shift shows within them
@@ -43,6 +43,7 @@ class Side:
     record_note: str = ""
     vocab: object = None
     vocab_note: str = ""
+    reader: object = field(default=None, repr=False)  # the file's RowsReader, opened once
 
     def describe(self) -> dict:
         r = self.record
@@ -57,10 +58,8 @@ class Side:
 
 def _open(label: str, path) -> Side:
     path = Path(path)
-    pf = open_rows(path)  # UsageError / NotSftpackRows for a missing or foreign file (exit 2)
-    build = (pf.schema_arrow.metadata or {}).get(b"sftpack.build")
-    return Side(label, path, pf.metadata.num_rows, row_tokens_of(pf), build.decode() if build else None,
-                all(c in pf.schema_arrow.names for c in PROVENANCE_COLUMNS))
+    rows = open_rows_file(path)  # UsageError / NotSftpackRows for a missing or foreign file (exit 2)
+    return Side(label, path, rows.num_rows, rows.row_tokens, rows.build_name, rows.has_provenance, reader=rows)
 
 
 def _first_difference(ta, ma, tb, mb) -> tuple[int, int] | None:
@@ -78,7 +77,7 @@ def _read_block(side: Side, start: int, h) -> tuple:
     stop = min(start + BLOCK, side.rows)
     if start >= stop:
         return None, None
-    tokens, mask = read_rows(side.path, slice(start, stop))
+    tokens, mask = side.reader.read(slice(start, stop))  # a ParquetFile per thread: safe from a reader thread
     for t, m in zip(tokens, mask):
         h.update(t.tobytes())
         h.update(m.tobytes())
@@ -130,10 +129,10 @@ def _compare(ta, ma, tb, mb, start: int, counts: dict, first):
 
 
 def _attach_record(side: Side) -> None:
-    from .record import read_record_beside, record_path_beside
+    from .record import read_record_beside
 
     record = read_record_beside(side.path)
-    name = record_path_beside(side.path).name[: -len(".build.yaml")]
+    name = stem_of(side.path)
     if not record:
         side.record_note = f"none ({name}.build.yaml absent or unreadable)"
     elif record.get("rows_sha256") != side.rows_sha256:
@@ -172,11 +171,11 @@ def _attach_vocabs(a: Side, b: Side, tokenizers, model: str | None) -> None:
 def _context(side: Side, row: int) -> dict:
     """Tokens and masks of ``CONTEXT_ROWS`` rows from ``row`` on (flat), provenance from ``row - 1`` to
     ``row + PROVENANCE_ROWS``."""
-    tokens, mask = read_rows(side.path, slice(row, min(side.rows, row + CONTEXT_ROWS)))
+    tokens, mask = side.reader.read(slice(row, min(side.rows, row + CONTEXT_ROWS)))
     prov = {}
     if side.provenance:
         for k in range(max(0, row - 1), min(side.rows, row + PROVENANCE_ROWS)):
-            prov[k] = read_provenance(side.path, k)
+            prov[k] = side.reader.provenance(k)
     return {"row": row, "tokens": tokens.reshape(-1).copy(), "mask": mask.reshape(-1).copy(), "provenance": prov,
             "width": side.row_tokens}
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from .errors import UsageError
 from .record import read_record_beside
-from .rows import NotSftpackRows, open_rows, read_all_provenance, read_provenance, read_row, row_tokens_of
+from .rowformats import open_rows_file
+from .rows import NotSftpackRows
 
 SUPERVISED_OPEN, SUPERVISED_CLOSE = "⟦", "⟧"
 ANSI = {"supervised": "\x1b[1;32m", "boundary": "\x1b[1;36m", "eos": "\x1b[7;35m", "dim": "\x1b[2m", "reset": "\x1b[0m"}
@@ -25,11 +26,6 @@ def _model_beside(path: Path) -> str | None:
     return record.model if record is not None and isinstance(record.model, str) else None
 
 
-def _build_name(pf) -> str | None:
-    value = (pf.schema_arrow.metadata or {}).get(b"sftpack.build")
-    return value.decode() if value else None
-
-
 def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str | None = None, required: bool = True):
     """The tokenizer that decodes the rows: ``--tokenizer``/``--model``, else the model named in the build
     record beside the parquet, else the profile whose build name the parquet records."""
@@ -37,11 +33,11 @@ def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str 
     from .vocab_loading import load_vocab
 
     parquet = Path(parquet)
-    pf = open_rows(parquet)
+    rows = open_rows_file(parquet)
     if model is None:
         model = _model_beside(parquet)
     if model is None:
-        name = _build_name(pf)
+        name = rows.build_name
         model = next((m for m in list_profiles() if load_profile(m).build_name == name), None)
     if model is None:
         if required:
@@ -62,12 +58,11 @@ def row_view(path: str | Path, row: int, vocab=None) -> dict:
     its offset within the conversation and whether it goes on in the next row), document boundaries, EOS
     positions and - given a vocab - the decoded text in segments."""
     path = Path(path)
-    pf = open_rows(path)
-    nrows = pf.metadata.num_rows
-    width = row_tokens_of(pf)
-    tokens, mask = read_row(path, row)
-    prov = read_provenance(path, row)
-    nxt = read_provenance(path, row + 1) if row + 1 < nrows else None
+    rows = open_rows_file(path)
+    nrows, width = rows.num_rows, rows.row_tokens
+    tokens, mask = rows.row(row)
+    prov = rows.provenance(row)
+    nxt = rows.provenance(row + 1) if row + 1 < nrows else None
     pieces = []
     for p in prov.pieces():
         end = p["start"] + p["length"]
@@ -83,7 +78,7 @@ def row_view(path: str | Path, row: int, vocab=None) -> dict:
     view = {
         "row": row,
         "rows": nrows,
-        "build": _build_name(pf),
+        "build": rows.build_name,
         "row_tokens": width,
         "supervised_tokens": int(mask.sum()),
         "spans": _runs(mask),
@@ -171,21 +166,12 @@ def summarize(path: str | Path) -> dict:
     """Rows, tokens, supervised ratio, conversations and pieces, conversations split across rows, and a
     histogram of supervised tokens per row (reads the small columns, never the tokens, when it can)."""
     path = Path(path)
-    pf = open_rows(path)
-    width = row_tokens_of(pf)
-    nrows = pf.metadata.num_rows
-    if "supervised_tokens" in pf.schema_arrow.names:
-        per_row = pf.read(columns=["supervised_tokens"]).column("supervised_tokens").to_numpy().astype(np.int64)
-    else:
-        from .rows import _binary_matrix
-
-        per_row = np.concatenate([
-            _binary_matrix(b.column("loss_mask"), width, np.uint8, "loss_mask").sum(axis=1, dtype=np.int64)
-            for b in pf.iter_batches(batch_size=256, columns=["loss_mask"])
-        ] or [np.zeros(0, np.int64)])
+    rows = open_rows_file(path)
+    width, nrows = rows.row_tokens, rows.num_rows
+    per_row = rows.supervised_per_row()
     info = {
         "path": str(path),
-        "build": _build_name(pf),
+        "build": rows.build_name,
         "model": _model_beside(path),
         "rows": nrows,
         "row_tokens": width,
@@ -195,7 +181,7 @@ def summarize(path: str | Path) -> dict:
         "supervised_per_row": _stats(per_row),
     }
     try:
-        provenance = read_all_provenance(path)
+        provenance = rows.all_provenance()
     except NotSftpackRows:
         provenance = None
     if provenance is not None:

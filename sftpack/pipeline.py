@@ -30,7 +30,8 @@ from .record import BuildRecord, BuildStats, make_record
 from .source import RowError, Source, open_source
 from .vocab import Vocab
 from .vocab_loading import load_vocab
-from .write import OutputFiles, RowWriter
+from .rowformats import RowSink, get_row_format, new_row_writer
+from .write import OutputFiles
 
 CHUNK = 128  # conversations per task: small enough that little work is wasted when the rows are complete
 
@@ -237,7 +238,8 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
             "pass --allow-unpinned to build from it anyway"
         )
     name = config.name or profile.build_name
-    outputs = OutputFiles(config.out, name, config.overwrite)
+    row_format = get_row_format(config.format)
+    outputs = OutputFiles(config.out, name, config.overwrite, row_format.suffix)
     with outputs:  # check the output directory before the slow steps
         # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
         # is only downloaded once the tokenizer has passed its pin checks.
@@ -254,7 +256,7 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
         order = permutation(len(source), seed)
         clock.mark("open_hub_and_permute_s")
         stats = BuildStats()
-        writer = RowWriter(outputs.tmp_parquet, row_tokens, name)
+        writer = new_row_writer(config.format, outputs.tmp_parquet, row_tokens, name)
         progress = Progress(None if every_row else rows, len(source), row_tokens, stats, config.progress)
         try:
             walk = Walk(stats, config.strict)
@@ -305,7 +307,7 @@ class _Clock:
         self.phases[phase] = now - self.last
         self.last = now
 
-    def report(self, workers: int, writer: RowWriter, record: BuildRecord) -> None:
+    def report(self, workers: int, writer: RowSink, record: BuildRecord) -> None:
         path = os.environ.get("SFTPACK_TIMINGS")
         if not path:
             return

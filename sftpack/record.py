@@ -165,10 +165,10 @@ _RecordDumper.add_representer(Ratio, lambda d, v: d.represent_scalar("tag:yaml.o
 
 
 def record_path_beside(parquet) -> Path:
-    """``NAME.build.yaml`` beside ``NAME.parquet``."""
-    parquet = Path(parquet)
-    name = parquet.name[: -len(".parquet")] if parquet.name.endswith(".parquet") else parquet.stem
-    return parquet.with_name(f"{name}.build.yaml")
+    """``NAME.build.yaml`` beside ``NAME.parquet`` (or a rows file of another format)."""
+    from .rowformats import stem_of
+
+    return Path(parquet).with_name(f"{stem_of(parquet)}.build.yaml")
 
 
 def read_record_beside(parquet) -> BuildRecord | None:

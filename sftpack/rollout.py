@@ -22,16 +22,15 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from .errors import UsageError
-from .rows import NotSftpackRows, _binary_matrix, open_rows, row_tokens_of
+from .rowformats import open_rows_file
+from .rows import NotSftpackRows
 
 __all__ = ["RolloutError", "RowSource", "fill_sample", "generate_rollout", "row_source"]
 
@@ -39,7 +38,9 @@ __all__ = ["RolloutError", "RowSource", "fill_sample", "generate_rollout", "row_
 # --rollout-shuffle a 128-row batch touches ~70 of a 6,400-row file's 100 groups, so without a cache every batch
 # would decode most of the file again; with it each group is decoded about once per run (the whole default file
 # is 250 MiB decoded). SFTPACK_ROLLOUT_CACHE_MB=0 keeps only the groups of the current batch.
-CACHE_MB = float(os.environ.get("SFTPACK_ROLLOUT_CACHE_MB", 512))
+def cache_mb_setting() -> float:
+    """SFTPACK_ROLLOUT_CACHE_MB (default 512), read when a file is opened."""
+    return float(os.environ.get("SFTPACK_ROLLOUT_CACHE_MB", 512))
 DECODE_THREADS = min(8, os.cpu_count() or 1)  # row groups decode in parallel (pyarrow releases the GIL)
 
 
@@ -56,21 +57,17 @@ class RowSource:
     def __init__(self, path: str | Path, cache_mb: float | None = None):
         self.path = str(path)
         try:
-            self._pf = open_rows(path)
-            self.row_tokens = row_tokens_of(self._pf)
+            self._file = open_rows_file(path)
         except UsageError as e:  # NotSftpackRows included: say which file slime was given
             message = str(e) if str(e).startswith(str(path)) else f"{path}: {e}"
             raise RolloutError(f"--prompt-data {message}") from None
-        meta = self._pf.schema_arrow.metadata or {}
-        self.build = meta.get(b"sftpack.build", b"").decode() or None
-        md = self._pf.metadata
-        sizes = [md.row_group(i).num_rows for i in range(md.num_row_groups)]
-        self._starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])  # first row of each group, then the end
-        self.num_rows = int(self._starts[-1])
+        self.row_tokens = self._file.row_tokens
+        self.build = self._file.build_name
+        self._starts = self._file.group_bounds  # first row of each group, then the end
+        self.num_rows = self._file.num_rows
         self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cache_bytes = 0
-        self._cache_limit = (CACHE_MB if cache_mb is None else cache_mb) * 2**20
-        self._local = threading.local()
+        self._cache_limit = (cache_mb_setting() if cache_mb is None else cache_mb) * 2**20
         self._pool: ThreadPoolExecutor | None = None
         self.groups_decoded = 0  # for tests and benchmarks
 
@@ -113,16 +110,10 @@ class RowSource:
         return list(self._pool.map(self._decode, groups))
 
     def _decode(self, group: int) -> tuple[np.ndarray, np.ndarray]:
-        pf = getattr(self._local, "pf", None)
-        if pf is None:  # one reader per thread: a ParquetFile is not shared between threads
-            pf = self._local.pf = pq.ParquetFile(self.path)
-        table = pf.read_row_group(group, columns=["tokens", "loss_mask"], use_threads=False)
-        try:
-            tokens = _binary_matrix(table.column("tokens"), 4 * self.row_tokens, "<i4", "tokens")
-            mask = _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask")
+        try:  # views of the group's own arrow buffers: nothing else is kept alive
+            return self._file.read_group(group)
         except NotSftpackRows as e:
-            raise RolloutError(f"--prompt-data {self.path}: row group {group}: {e}") from None
-        return tokens, mask  # views of the group's own arrow buffers: nothing else is kept alive
+            raise RolloutError(f"--prompt-data {self.path}: row group {group}: {e}") from e
 
 
 _SOURCES: dict[tuple, RowSource] = {}

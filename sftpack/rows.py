@@ -20,6 +20,7 @@ same in both; every reader accepts both and refuses a newer version.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +29,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import UsageError
+from .rowformats import RowsReader, open_rows_file
 
 FORMAT_VERSION = "2"
+# The file-level metadata keys (parquet key-value metadata; another format stores the same three facts).
+META_FORMAT, META_ROW_TOKENS, META_BUILD = "sftpack.format", "sftpack.row_tokens", "sftpack.build"
 READABLE_FORMATS = ("1", "2")  # versions this sftpack reads; a file claiming another is refused
 
 MESSAGE = pa.struct([pa.field("role", pa.string()), pa.field("content", pa.string())])
@@ -82,7 +86,7 @@ def open_rows(path: str | Path) -> pq.ParquetFile:
         pf = pq.ParquetFile(path)
     except Exception as e:
         raise NotSftpackRows(f"{path}: not a parquet file ({e})") from None
-    _check_format(pf, path)
+    check_format_version(format_of(pf), path)
     names = pf.schema_arrow.names
     if "tokens" not in names or "loss_mask" not in names or pf.schema_arrow.field("tokens").type != pa.binary():
         raise NotSftpackRows(f"{path}: not sftpack rows (needs binary `tokens` and `loss_mask` columns)")
@@ -91,12 +95,12 @@ def open_rows(path: str | Path) -> pq.ParquetFile:
 
 def format_of(pf: pq.ParquetFile) -> str:
     """The file's format version (``"1"`` for files that predate the ``sftpack.format`` key)."""
-    value = (pf.schema_arrow.metadata or {}).get(b"sftpack.format", b"1")
+    value = (pf.schema_arrow.metadata or {}).get(META_FORMAT.encode(), b"1")
     return value.decode("utf-8", "replace")
 
 
-def _check_format(pf: pq.ParquetFile, path) -> None:
-    version = format_of(pf)
+def check_format_version(version: str, path) -> None:
+    """Refuse, in one line, a rows file whose format version this sftpack does not read (any format)."""
     if version not in READABLE_FORMATS:
         shown = version if version.isprintable() and len(version) <= 20 else repr(version[:20])
         raise NotSftpackRows(f"{path}: rows format {shown} is not one this sftpack reads "
@@ -105,9 +109,9 @@ def _check_format(pf: pq.ParquetFile, path) -> None:
 
 def row_tokens_of(pf: pq.ParquetFile) -> int:
     meta = pf.schema_arrow.metadata or {}
-    value = meta.get(b"sftpack.row_tokens")
+    value = meta.get(META_ROW_TOKENS.encode())
     if value is None:
-        raise NotSftpackRows("parquet has no sftpack.row_tokens metadata")
+        raise NotSftpackRows(f"parquet has no {META_ROW_TOKENS} metadata")
     return int(value)
 
 
@@ -126,53 +130,62 @@ def _binary_matrix(array: pa.Array, width: int, dtype, what: str) -> np.ndarray:
     return flat.view(dtype).reshape(len(array), width // np.dtype(dtype).itemsize)
 
 
+class ParquetRows(RowsReader):
+    """The parquet rows format's reader (:data:`sftpack.rowformats.ROW_FORMATS`): row groups are parquet row
+    groups; each thread decodes through its own ``ParquetFile`` (one is not shared between threads)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.file = open_rows(path)
+        meta = self.file.schema_arrow.metadata or {}
+        self.version = format_of(self.file)
+        self.row_tokens = row_tokens_of(self.file)
+        self.build_name = meta.get(META_BUILD.encode(), b"").decode("utf-8", "replace") or None
+        md = self.file.metadata
+        sizes = [md.row_group(g).num_rows for g in range(md.num_row_groups)]
+        self.group_bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        self.has_provenance = all(c in self.file.schema_arrow.names for c in PROVENANCE_COLUMNS)
+        self._local = threading.local()
+        self._local.pf = self.file
+
+    def _pf(self) -> pq.ParquetFile:
+        pf = getattr(self._local, "pf", None)
+        if pf is None:
+            pf = self._local.pf = pq.ParquetFile(self.path)
+        return pf
+
+    def read_group(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        table = self._pf().read_row_group(group, columns=["tokens", "loss_mask"], use_threads=False)
+        return (_binary_matrix(table.column("tokens"), 4 * self.row_tokens, "<i4", "tokens"),
+                _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask"))
+
+    def read_provenance_group(self, group: int) -> list[tuple]:
+        missing = [c for c in PROVENANCE_COLUMNS if c not in self.file.schema_arrow.names]
+        if missing:  # files written before provenance existed
+            raise NotSftpackRows(f"{self.path}: no provenance columns ({', '.join(missing)} missing)")
+        table = self._pf().read_row_group(group, columns=PROVENANCE_COLUMNS)
+        columns = [table.column(c).to_pylist() for c in PROVENANCE_COLUMNS]
+        return [tuple(v or [] for v in values) for values in zip(*columns)]
+
+    def supervised_per_row(self) -> np.ndarray:
+        if "supervised_tokens" in self.file.schema_arrow.names:  # stored per row: no mask to decode
+            column = self.file.read(columns=["supervised_tokens"]).column("supervised_tokens")
+            return column.to_numpy().astype(np.int64)
+        return super().supervised_per_row()
+
+
 def read_rows(path: str | Path, rows: slice | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """All rows as numpy arrays: ``tokens`` int32 [rows, row_tokens], ``loss_mask`` uint8 [rows, row_tokens].
+    """All rows (or a contiguous slice) as numpy arrays: ``tokens`` int32 [rows, row_tokens], ``loss_mask`` uint8
+    [rows, row_tokens]; only the row groups holding them are decoded.
 
     ``tokens, mask = sftpack.read_rows("qwen35-tulu3-fixed8192-v1.parquet")``
     """
-    pf = open_rows(path)
-    width = row_tokens_of(pf)
-    if rows is None:
-        table = pf.read(columns=["tokens", "loss_mask"])
-    else:
-        start, stop, step = rows.indices(pf.metadata.num_rows)
-        if step != 1:
-            raise ValueError("read_rows: only contiguous slices")
-        # decode only the row groups that hold rows [start, stop)
-        bounds = np.cumsum([0] + [pf.metadata.row_group(g).num_rows for g in range(pf.num_row_groups)])
-        groups = [g for g in range(pf.num_row_groups) if bounds[g] < stop and bounds[g + 1] > start]
-        table = pf.read_row_groups(groups, columns=["tokens", "loss_mask"]) if groups else pf.schema_arrow.empty_table().select(["tokens", "loss_mask"])
-        first = int(bounds[groups[0]]) if groups else 0
-        table = table.slice(start - first, max(0, stop - start))
-    tokens = _binary_matrix(table.column("tokens"), 4 * width, "<i4", "tokens")
-    mask = _binary_matrix(table.column("loss_mask"), width, np.uint8, "loss_mask")
-    return tokens, mask
-
-
-def _row_group_of(pf: pq.ParquetFile, row: int) -> tuple[int, int]:
-    """(row group, index within it) of file row ``row``; UsageError when out of range."""
-    total = pf.metadata.num_rows
-    if not 0 <= row < total:
-        raise UsageError(f"row {row} is out of range: the file has {total} rows (0..{total - 1})")
-    first = 0
-    for g in range(pf.metadata.num_row_groups):
-        n = pf.metadata.row_group(g).num_rows
-        if row < first + n:
-            return g, row - first
-        first += n
-    raise AssertionError("row counts of the row groups do not add up")  # pragma: no cover
+    return open_rows_file(path).read(rows)
 
 
 def read_row(path: str | Path, row: int) -> tuple[np.ndarray, np.ndarray]:
     """One row's ``(tokens int32 [row_tokens], loss_mask uint8 [row_tokens])``, reading only its row group."""
-    pf = open_rows(path)
-    width = row_tokens_of(pf)
-    group, index = _row_group_of(pf, row)
-    table = pf.read_row_group(group, columns=["tokens", "loss_mask"]).slice(index, 1)
-    tokens = _binary_matrix(table.column("tokens"), 4 * width, "<i4", "tokens")[0]
-    mask = _binary_matrix(table.column("loss_mask"), width, np.uint8, "loss_mask")[0]
-    return tokens, mask
+    return open_rows_file(path).row(row)
 
 
 @dataclass
@@ -203,59 +216,22 @@ class Provenance:
         ]
 
 
-def _require_provenance(pf: pq.ParquetFile, path) -> None:
-    missing = [c for c in PROVENANCE_COLUMNS if c not in pf.schema_arrow.names]
-    if missing:
-        raise NotSftpackRows(f"{path}: no provenance columns ({', '.join(missing)} missing)")
-
-
 def read_provenance(path: str | Path, row: int) -> Provenance:
     """The provenance of row ``row``: reads only the provenance columns of its row group, never the tokens.
 
     ``sftpack.rows.read_provenance("rows.parquet", 3).boundaries`` -> ``[0, 193, 426, 8192]``
     """
-    pf = open_rows(path)
-    _require_provenance(pf, path)
-    group, index = _row_group_of(pf, row)
-    values = pf.read_row_group(group, columns=PROVENANCE_COLUMNS).slice(index, 1).to_pylist()[0]
-    return Provenance(row, row_tokens_of(pf), *(values[c] or [] for c in PROVENANCE_COLUMNS))
+    return open_rows_file(path).provenance(row)
 
 
 def read_all_provenance(path: str | Path) -> list[Provenance]:
     """Provenance of every row (provenance columns only)."""
-    pf = open_rows(path)
-    _require_provenance(pf, path)
-    width = row_tokens_of(pf)
-    table = pf.read(columns=PROVENANCE_COLUMNS)
-    columns = [table.column(c).to_pylist() for c in PROVENANCE_COLUMNS]
-    return [Provenance(k, width, *(v or [] for v in values)) for k, values in enumerate(zip(*columns))]
+    return open_rows_file(path).all_provenance()
 
 
 def hash_rows(path: str | Path) -> dict:
-    """Recompute the row figures of a rows parquet: ``rows_sha256``, rows, row_tokens, supervised tokens."""
-    pf = open_rows(path)
-    width = row_tokens_of(pf)
-    h = hashlib.sha256()
-    rows = supervised = 0
-    bad_mask = False
-    for batch in pf.iter_batches(batch_size=256, columns=["tokens", "loss_mask"]):
-        tokens = _binary_matrix(batch.column("tokens"), 4 * width, "<i4", "tokens")
-        mask = _binary_matrix(batch.column("loss_mask"), width, np.uint8, "loss_mask")
-        bad_mask |= bool((mask > 1).any())
-        for t, m in zip(tokens, mask):
-            h.update(t.tobytes())
-            h.update(m.tobytes())
-        rows += len(tokens)
-        supervised += int(mask.sum(dtype=np.int64))
-    if bad_mask:
-        raise NotSftpackRows(f"{path}: loss_mask holds values other than 0 and 1")
-    return {
-        "rows_sha256": h.hexdigest(),
-        "rows": rows,
-        "row_tokens": width,
-        "supervised_tokens": supervised,
-        "supervised_token_ratio": supervised / (rows * width) if rows else 0.0,
-    }
+    """Recompute the row figures of a rows file: ``rows_sha256``, rows, row_tokens, supervised tokens."""
+    return open_rows_file(path).hash()
 
 
 def file_sha256(path: str | Path) -> tuple[str, int]:

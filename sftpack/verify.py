@@ -28,7 +28,8 @@ import yaml
 
 from .record import BuildRecord, record_path_beside
 from .errors import UsageError
-from .rows import NotSftpackRows, file_sha256, hash_rows, open_rows
+from .rowformats import open_rows_file
+from .rows import NotSftpackRows, file_sha256
 
 # The declared figures, in the order the table shows them.
 FIGURES = ("rows_sha256", "parquet_sha256", "parquet_bytes", "name", "rows", "row_tokens", "padding_tokens",
@@ -218,10 +219,10 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
     parquet = Path(parquet_path)
     if not parquet.is_file():
         raise UsageError(f"{parquet}: no such file")
-    figures = hash_rows(parquet)  # NotSftpackRows (exit 2) for a parquet that is not sftpack rows
+    rows_file = open_rows_file(parquet)  # NotSftpackRows (exit 2) for a file that is not sftpack rows
+    figures = rows_file.hash()
     sha, size = file_sha256(parquet)
-    meta = open_rows(parquet).schema_arrow.metadata or {}
-    build_name = meta.get(b"sftpack.build")
+    build_name = rows_file.build_name
     rows, width, supervised = figures["rows"], figures["row_tokens"], figures["supervised_tokens"]
     record, record_note = _load_record_beside(parquet, declared, figures["rows_sha256"])
     checks: list[Check] = []
@@ -235,7 +236,7 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
     add("rows_sha256", figures["rows_sha256"], note="tokens + loss masks of every row, in order")
     add("parquet_sha256", sha, note="the file's bytes")
     add("parquet_bytes", size)
-    add("name", build_name.decode() if build_name else None,
+    add("name", build_name,
         note="parquet metadata sftpack.build" if build_name else "the parquet records no build name")
     add("rows", rows)
     add("row_tokens", width)

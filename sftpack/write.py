@@ -25,7 +25,7 @@ import pyarrow as pa
 from .errors import UsageError
 from .pack import Row
 from .parquet_parts import Stitcher, part
-from .rows import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
+from .rows import FORMAT_VERSION, MESSAGE, META_BUILD, META_FORMAT, META_ROW_TOKENS, SCHEMA, row_prompt
 
 SWITCH_INTERVAL_S = 0.0005  # while the writer thread runs (see RowWriter._flush)
 ROWS_PER_GROUP = 64  # ~2.6 MB of tokens per row group at 8,192 tokens: the trainer reads a batch in a few groups
@@ -43,12 +43,13 @@ WRITER_OPTIONS = dict(
 class OutputFiles:
     """``OUT/NAME.parquet`` and ``OUT/NAME.build.yaml``: lock, temporaries, refuse-or-overwrite, rename."""
 
-    def __init__(self, out_dir: str | Path, name: str, overwrite: bool = False):
+    def __init__(self, out_dir: str | Path, name: str, overwrite: bool = False, suffix: str = ".parquet"):
+        # suffix: the rows format's; `parquet` / `tmp_parquet` name the rows file whatever its format
         self.dir = Path(out_dir)
         self.name = name
-        self.parquet = self.dir / f"{name}.parquet"
+        self.parquet = self.dir / f"{name}{suffix}"
         self.record = self.dir / f"{name}.build.yaml"
-        self.tmp_parquet = self.dir / f".{name}.parquet.tmp"
+        self.tmp_parquet = self.dir / f".{name}{suffix}.tmp"
         self.tmp_record = self.dir / f".{name}.build.yaml.tmp"
         self.overwrite = overwrite
         self._lock = None
@@ -107,7 +108,9 @@ class OutputFiles:
 
 
 class RowWriter:
-    """Streams rows into a parquet file, hashing them (``rows_sha256``) on the way.
+    """The parquet rows format's writer (:data:`sftpack.rowformats.ROW_FORMATS`): streams rows into a parquet
+    file, hashing them (``rows_sha256``) on the way on its own thread (so the build's
+    :class:`~sftpack.rowformats.RowSink` takes its hash instead of hashing again).
 
     The caller's thread only gathers each row group into Arrow arrays. ``COMPRESSORS`` threads encode and
     compress row groups in parallel, each into a standalone in-memory parquet file (pyarrow and zstd run without
@@ -123,9 +126,7 @@ class RowWriter:
         self.path = path
         self.build_name = build_name
         self.row_tokens = row_tokens
-        schema = SCHEMA.with_metadata(
-            {"sftpack.format": FORMAT_VERSION, "sftpack.row_tokens": str(row_tokens), "sftpack.build": build_name}
-        )
+        schema = SCHEMA.with_metadata({META_FORMAT: FORMAT_VERSION, META_ROW_TOKENS: str(row_tokens), META_BUILD: build_name})
         self._schema = schema
         self._file = open(path, "wb")
         self._file_hash = hashlib.sha256()

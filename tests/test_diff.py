@@ -313,10 +313,12 @@ def test_reads_at_most_a_block_at_a_time(base, tmp_path, monkeypatch):
 
     copy = tmp_path / "copy.parquet"
     shutil.copy(base, copy)
+    from sftpack.rows import ParquetRows
+
     sizes = []
-    real = diff.read_rows
+    real = ParquetRows.read
     monkeypatch.setattr(diff, "BLOCK", 2)
-    monkeypatch.setattr(diff, "read_rows", lambda p, rows: sizes.append(rows.stop - rows.start) or real(p, rows))
+    monkeypatch.setattr(ParquetRows, "read", lambda self, rows: sizes.append(rows.stop - rows.start) or real(self, rows))
     assert diff_rows(base, copy)["identical"]
     assert sizes == [2] * 6  # 3 blocks per file, never the whole file
 

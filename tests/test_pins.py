@@ -10,7 +10,6 @@ can never match the real pin unless a test pins it on purpose)."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import hashlib
 import importlib
 import json
@@ -25,7 +24,6 @@ from small_vocabs import kimi_test_files
 from sftpack.cli import main
 from sftpack.profiles import TULU_REPO, TULU_REVISION, load_profile
 
-from sftpack import pipeline  # noqa: E402
 vocab_loading = importlib.import_module("sftpack.vocab_loading")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,12 +113,16 @@ def hub(tmp_path, monkeypatch) -> FakeHub:
     return fake
 
 
-def pin_profile(monkeypatch, model: str, **pins) -> None:
-    """Make the build see ``model``'s profile with these pins (file name -> sha256)."""
+def pin_profile(tmp_path, model: str, **pins) -> str:
+    """A copy of ``model``'s profile file with these pins (file name -> sha256), for ``--model PATH.yaml``."""
     profile = load_profile(model)
-    patched = dataclasses.replace(profile, pins={**profile.pins, **pins})
-    real = pipeline.load_profile
-    monkeypatch.setattr(pipeline, "load_profile", lambda m: patched if m == model else real(m))
+    data = yaml.safe_load(profile.path.read_text(encoding="utf-8"))
+    data["tokenizer"] = {"eos_token": profile.eos_token, "pins": {**profile.pins, **pins},
+                         "offline": profile.offline_tokenizer}
+    path = tmp_path / "pinned-profile" / "configs" / f"{profile.path.stem}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return str(path)
 
 
 def build(argv_tail, out, capsys, model=QWEN, source="sample"):
@@ -185,9 +187,9 @@ def test_allow_unpinned_builds_and_records_the_mismatch(hub, source, tmp_path, c
 
 def test_hub_files_matching_the_pins_build_a_pinned_record(hub, source, tmp_path, capsys, monkeypatch):
     tiny_qwen_tokenizer(hub.snapshot)
-    pin_profile(monkeypatch, QWEN, **{"tokenizer.json": sha256(hub.snapshot / "tokenizer.json")})
+    pinned = pin_profile(tmp_path, QWEN, **{"tokenizer.json": sha256(hub.snapshot / "tokenizer.json")})
     out = tmp_path / "out"
-    rc, _, err = build([], out, capsys, source=source)
+    rc, _, err = build([], out, capsys, model=pinned, source=source)
     assert rc == 0, err
     assert warnings(err) == []
     rec = record(out)
@@ -223,15 +225,15 @@ def test_other_dataset_revision_is_refused_with_both_values(hub, tmp_path, capsy
 
 def test_dataset_revisions_are_recorded(hub, tmp_path, capsys, monkeypatch):
     tiny_qwen_tokenizer(hub.snapshot)
-    pin_profile(monkeypatch, QWEN, **{"tokenizer.json": sha256(hub.snapshot / "tokenizer.json")})
-    rc, _, err = build([], tmp_path / "pinned", capsys, source="hub")
+    pinned = pin_profile(tmp_path, QWEN, **{"tokenizer.json": sha256(hub.snapshot / "tokenizer.json")})
+    rc, _, err = build([], tmp_path / "pinned", capsys, model=pinned, source="hub")
     assert rc == 0, err
     rec = record(tmp_path / "pinned")
     assert hub.dataset_requests == [(TULU_REPO, TULU_REVISION)]
     assert rec["dataset"]["source"] == TULU_REPO and rec["dataset"]["revision"] == TULU_REVISION
     assert rec["pinned"] is True
     other = "0123456789abcdef0123456789abcdef01234567"
-    rc, _, err = build(["--dataset-revision", other, "--allow-unpinned"], tmp_path / "other", capsys, source="hub")
+    rc, _, err = build(["--dataset-revision", other, "--allow-unpinned"], tmp_path / "other", capsys, model=pinned, source="hub")
     assert rc == 0, err
     assert hub.dataset_requests[-1] == (TULU_REPO, other)
     rec = record(tmp_path / "other")
@@ -281,8 +283,8 @@ def test_user_tokenizer_builds_warns_once_and_records_pins(source, tmp_path, cap
 
 def test_user_tokenizer_matching_the_pin_is_still_not_pinned(source, tmp_path, capsys, monkeypatch):
     directory = tiny_qwen_tokenizer(tmp_path / "tok")
-    pin_profile(monkeypatch, QWEN, **{"tokenizer.json": sha256(directory / "tokenizer.json")})
-    rc, _, err = build(["--tokenizer", str(directory)], tmp_path / "out", capsys, source=source)
+    pinned = pin_profile(tmp_path, QWEN, **{"tokenizer.json": sha256(directory / "tokenizer.json")})
+    rc, _, err = build(["--tokenizer", str(directory)], tmp_path / "out", capsys, model=pinned, source=source)
     assert rc == 0, err
     assert warnings(err) == []  # nothing to warn about: every pin matched
     rec = record(tmp_path / "out")
@@ -378,9 +380,9 @@ def test_kimi_directory_with_booby_trapped_code_is_never_executed(source, tmp_pa
     marker = tmp_path / "EXECUTED"
     directory = kimi_dir_with_trap(tmp_path / "kimi", marker)
     trap_sha = sha256(directory / "tokenization_kimi.py")
-    pin_profile(monkeypatch, KIMI, **{"tokenization_kimi.py": trap_sha})  # one pin matches, the others do not
+    pinned = pin_profile(tmp_path, KIMI, **{"tokenization_kimi.py": trap_sha})  # one pin matches, the others do not
     out = tmp_path / "out"
-    rc, _, err = build(["--tokenizer", str(directory)], out, capsys, model=KIMI, source=source)
+    rc, _, err = build(["--tokenizer", str(directory)], out, capsys, model=pinned, source=source)
     assert rc == 0, err
     assert not marker.exists()
     assert "tokenization_kimi" not in sys.modules

@@ -1,0 +1,205 @@
+"""Output formats of the rows: a writer/reader pair per format, and what every format shares.
+
+A format is a :class:`RowFormat` in :data:`ROW_FORMATS`: its file ``suffix``, a ``writer(path, row_tokens,
+build_name)`` with ``write(row)`` and ``close() -> (sha256, bytes)``, and a ``reader(path)`` that is a
+:class:`RowsReader`. What does not depend on the format - ``rows_sha256``, the row and supervised-token counts
+(:class:`RowSink`), hashing a file back, reading rows, provenance and batches (:class:`RowsReader`'s methods) - is
+here once. A reader only has to say where its row groups are (``group_bounds``) and decode one
+(``read_group``, ``read_provenance_group``); ``hash``, ``verify``, ``inspect``, the rollout and ``loss`` all go
+through that object. Parquet (:mod:`sftpack.rows`, :mod:`sftpack.write`) is the only format sftpack ships.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from .errors import UsageError
+from .families import Ref, resolve
+
+
+@dataclass(frozen=True)
+class RowFormat:
+    suffix: str
+    writer: Ref  # (path, row_tokens, build_name) -> object with write(row), close() -> (sha256, bytes)
+    reader: Ref  # (path) -> RowsReader
+
+
+ROW_FORMATS: dict[str, RowFormat] = {
+    "parquet": RowFormat(".parquet", "sftpack.write:RowWriter", "sftpack.rows:ParquetRows"),
+}
+
+
+def get_row_format(name: str) -> RowFormat:
+    try:
+        return ROW_FORMATS[name]
+    except (KeyError, TypeError):
+        raise UsageError(f"Unknown rows format {name!r}; known: {', '.join(sorted(ROW_FORMATS))}") from None
+
+
+def format_of_path(path) -> RowFormat:
+    """The format whose suffix the file name has; parquet for any other name (sftpack's own format)."""
+    name = Path(path).name
+    for fmt in ROW_FORMATS.values():
+        if name.endswith(fmt.suffix):
+            return fmt
+    return ROW_FORMATS["parquet"]
+
+
+def open_rows_file(path) -> "RowsReader":
+    """The reader of a rows file, by its suffix; it has checked the file and its format version."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    return resolve(format_of_path(path).reader)(path)
+
+
+def stem_of(path) -> str:
+    """``NAME`` of ``NAME.SUFFIX`` (the build name a rows file is written under)."""
+    path = Path(path)
+    suffix = format_of_path(path).suffix
+    return path.name[: -len(suffix)] if path.name.endswith(suffix) else path.stem
+
+
+class RowSink:
+    """What the build writes rows through: counts them and hashes them (``rows_sha256``), whatever the format;
+    the format's writer stores them. A writer that hashes the rows itself (the parquet writer does it on its own
+    thread, off the packing loop) exposes ``rows_sha256`` and the sink takes that hash instead."""
+
+    def __init__(self, writer):
+        self.writer = writer
+        self.rows = 0
+        self.supervised = 0
+        self._hash = None if hasattr(type(writer), "rows_sha256") else hashlib.sha256()
+
+    def write(self, row) -> None:
+        if self._hash is not None:
+            self._hash.update(row.tokens.astype("<i4", copy=False).tobytes())
+            self._hash.update(row.loss_mask.tobytes())
+        self.rows += 1
+        self.supervised += row.supervised
+        self.writer.write(row)
+
+    @property
+    def rows_sha256(self) -> str:
+        return self._hash.hexdigest() if self._hash is not None else self.writer.rows_sha256
+
+    @property
+    def timings(self) -> dict:
+        return getattr(self.writer, "timings", {})
+
+    def abort(self) -> None:
+        """Stop writing after an error (the build removes the temporary file)."""
+        if hasattr(self.writer, "abort"):
+            self.writer.abort()
+
+    def close(self) -> tuple[str, int]:
+        """Finish the file; its (sha256, size in bytes)."""
+        return self.writer.close()
+
+
+def new_row_writer(format_name: str, path, row_tokens: int, build_name: str) -> RowSink:
+    return RowSink(resolve(get_row_format(format_name).writer)(path, row_tokens, build_name))
+
+
+class RowsReader:
+    """One rows file, opened and checked once. Subclasses set ``path``, ``version`` (the format version),
+    ``row_tokens``, ``build_name`` and ``group_bounds`` (first row of each row group, then the row count) and
+    decode one group: ``read_group(g) -> (tokens int32 [n, row_tokens], loss_mask uint8 [n, row_tokens])`` and
+    ``read_provenance_group(g) -> list of (ids, starts, lengths, offsets)`` per row."""
+
+    path: Path
+    version: str
+    row_tokens: int
+    build_name: str | None
+    group_bounds: np.ndarray
+
+    def read_group(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def read_provenance_group(self, group: int) -> list[tuple]:
+        raise NotImplementedError
+
+    has_provenance = True  # whether read_provenance_group can answer
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.group_bounds[-1])
+
+    def group_of(self, row: int) -> tuple[int, int]:
+        """(row group, index within it) of row ``row``; UsageError when out of range."""
+        if not 0 <= row < self.num_rows:
+            raise UsageError(f"row {row} is out of range: the file has {self.num_rows} rows (0..{self.num_rows - 1})")
+        group = int(np.searchsorted(self.group_bounds, row, side="right")) - 1
+        return group, row - int(self.group_bounds[group])
+
+    def groups(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for g in range(len(self.group_bounds) - 1):
+            yield self.read_group(g)
+
+    def read(self, rows: slice | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``rows`` (a contiguous slice; all by default), decoding only the groups that hold them."""
+        start, stop, step = (rows or slice(None)).indices(self.num_rows)
+        if step != 1:
+            raise ValueError("read_rows: only contiguous slices")
+        bounds = self.group_bounds
+        parts = [(g, self.read_group(g)) for g in range(len(bounds) - 1) if bounds[g] < stop and bounds[g + 1] > start]
+        if not parts:
+            return np.zeros((0, self.row_tokens), np.int32), np.zeros((0, self.row_tokens), np.uint8)
+        if len(parts) == 1:
+            tokens, mask = parts[0][1]
+        else:
+            tokens = np.concatenate([t for _, (t, _) in parts])
+            mask = np.concatenate([m for _, (_, m) in parts])
+        first = int(bounds[parts[0][0]])
+        return tokens[start - first : stop - first], mask[start - first : stop - first]
+
+    def row(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        group, index = self.group_of(row)
+        tokens, mask = self.read_group(group)
+        return tokens[index], mask[index]
+
+    def provenance(self, row: int):
+        from .rows import Provenance
+
+        group, index = self.group_of(row)
+        return Provenance(row, self.row_tokens, *self.read_provenance_group(group)[index])
+
+    def all_provenance(self) -> list:
+        from .rows import Provenance
+
+        values = [v for g in range(len(self.group_bounds) - 1) for v in self.read_provenance_group(g)]
+        return [Provenance(k, self.row_tokens, *v) for k, v in enumerate(values)]
+
+    def supervised_per_row(self) -> np.ndarray:
+        return np.concatenate([m.sum(axis=1, dtype=np.int64) for _, m in self.groups()] or [np.zeros(0, np.int64)])
+
+    def hash(self) -> dict:
+        """The row figures: ``rows_sha256``, rows, row_tokens, supervised tokens and ratio."""
+        from .rows import NotSftpackRows
+
+        h = hashlib.sha256()
+        rows = supervised = 0
+        bad_mask = False
+        for tokens, mask in self.groups():
+            bad_mask |= bool((mask > 1).any())
+            for t, m in zip(tokens, mask):
+                h.update(t.tobytes())
+                h.update(m.tobytes())
+            rows += len(tokens)
+            supervised += int(mask.sum(dtype=np.int64))
+        if bad_mask:
+            raise NotSftpackRows(f"{self.path}: loss_mask holds values other than 0 and 1")
+        return {
+            "rows_sha256": h.hexdigest(),
+            "rows": rows,
+            "row_tokens": self.row_tokens,
+            "supervised_tokens": supervised,
+            "supervised_token_ratio": supervised / (rows * self.row_tokens) if rows else 0.0,
+        }
+
+
