@@ -251,6 +251,16 @@ def test_offline_build_from_the_sample(tmp_path, capsys, monkeypatch):
     rc, stdout, stderr = run_cli(["inspect", str(parquet), "--row", "5", "--json", "--model", MODEL], capsys)
     assert rc == 0, stderr
     assert json.loads(stdout)
+    # The rollout's reader hands the trainer exactly the rows in the file.
+    import pyarrow.parquet as pq
+
+    from sftpack.rollout import RowSource
+
+    table = pq.read_table(parquet)
+    got_tokens, got_masks = RowSource(parquet).rows([0, 31, 63])
+    for k, row in enumerate([0, 31, 63]):
+        assert got_tokens[k].tolist() == np.frombuffer(table.column("tokens")[row].as_py(), dtype="<i4").tolist()
+        assert got_masks[k].tolist() == list(table.column("loss_mask")[row].as_py())
 
 
 def test_worked_example_of_the_rule_file(encoder, hf):
