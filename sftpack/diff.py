@@ -142,8 +142,9 @@ def _attach_record(side: Side) -> None:
 
 
 def _attach_vocabs(a: Side, b: Side, tokenizers, model: str | None) -> None:
-    """Each side's tokenizer: ``tokenizers[i]`` if given (one path serves both), else the model its build
-    record names, else the profile whose build name the parquet records. Failing that, no decoding."""
+    """Each side's tokenizer: ``tokenizers[i]`` if given (one path serves both; None: that side's default),
+    else the model its build record names, else the profile whose build name the parquet records. Failing
+    that, no decoding."""
     from .inspection import resolve_vocab
 
     if isinstance(tokenizers, (str, Path)) or tokenizers is None:
@@ -211,7 +212,7 @@ def diff_rows(a, b, *, tokenizer=None, model: str | None = None, decode: bool = 
     result["cause"] = diff_cause.classify(sa, sb, ca, cb, position, counts)
     if decode:
         result["first"]["decoded"] = {
-            s.label: diff_cause.decoded_window(s, c, position, CONTEXT_TOKENS) for s, c in ((sa, ca), (sb, cb))}
+            s.label: decoded_window(s, c, position, CONTEXT_TOKENS) for s, c in ((sa, ca), (sb, cb))}
     return _finish(result)
 
 
@@ -219,6 +220,40 @@ def _finish(result: dict) -> dict:
     result["a"], result["b"] = result["a"].describe(), result["b"].describe()
     result["exit"] = 0 if result["identical"] else 1
     return result
+
+
+def decoded_window(side, ctx: dict, p: int, context: int) -> dict:
+    """Row ``ctx.row`` decoded from ``p - context`` to ``p + context`` as inspect shows it, cut at ``p``."""
+    if side.vocab is None:
+        return {"note": side.vocab_note}
+    try:
+        return _window(side, ctx, p, context)
+    except Exception as e:  # a tokenizer that does not fit these rows: say so, never a traceback
+        return {"note": f"not decoded: {side.vocab_note} cannot decode these tokens ({type(e).__name__}: {e})"}
+
+
+def _window(side, ctx: dict, p: int, context: int) -> dict:
+    from . import diff_cause
+    from .inspection import _segments
+
+    w = ctx["width"]
+    lo, hi = max(0, p - context), min(w, p + context)
+    pieces = [q for q in diff_cause._pieces(ctx) if q["row"] == ctx["row"]] if side.provenance else [
+        {"conversation": None, "start": 0, "end": w, "offset": 0}]
+    out = []
+    for a, b in ((lo, p), (p, hi)):
+        if a >= b:
+            continue
+        local = [{"conversation": q["conversation"], "start": max(q["start"], a) - a, "end": min(q["end"], b) - a}
+                 for q in pieces if q["start"] < b and q["end"] > a]
+        covered = np.zeros(b - a, bool)
+        for q in local:
+            covered[q["start"] : q["end"]] = True
+        segs = _segments(ctx["tokens"][a:b], ctx["mask"][a:b], local, [int(i) for i in np.flatnonzero(~covered)], side.vocab)
+        out += [{**s, "start": s["start"] + a, "end": s["end"] + a} for s in segs]
+    starts = {q["start"]: q for q in pieces if lo <= q["start"] < hi}
+    return {"start": lo, "end": hi, "difference_at": p, "segments": out,
+            "boundaries": {str(k): v["conversation"] for k, v in starts.items()}}
 
 
 MARK = "▶"  # where the first difference is, in the decoded text

@@ -25,6 +25,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 SHIFT_WINDOW = 32  # tokens that must agree after a shift before a shift is considered at all
 TEMPLATE_FILES = {"chat_template.jinja"}
+BOTH_FILES = {"tokenizer_config.json"}  # holds the chat template and the special tokens: tells neither alone
 
 
 def _shift(x: np.ndarray, y: np.ndarray, p: int, max_shift: int, window: int = SHIFT_WINDOW):
@@ -78,7 +79,10 @@ def _conversations(pieces: list[dict]) -> list[str]:
 
 
 def _token(side, tok: int) -> str:
-    text = side.vocab.decode([int(tok)]) if side.vocab is not None else None
+    try:  # a tokenizer that does not fit the rows (an id past its vocabulary) shows the id alone
+        text = side.vocab.decode([int(tok)]) if side.vocab is not None else None
+    except Exception:
+        text = None
     return f"{int(tok)} {text!r}" if text is not None else str(int(tok))
 
 
@@ -190,9 +194,12 @@ def _with_provenance(sa, sb, ca, cb, q, shift) -> dict:
     while common < min(len(seq_a), len(seq_b)) and seq_a[common] == seq_b[common]:
         common += 1
     rest_a, rest_b = seq_a[common:], seq_b[common:]
-    lo = max(0, common - 1)  # the last conversation both hold, then where they part
-    ev = [f"conversations in stream order from {seq_a[lo] if lo < len(seq_a) else 'here'}: A {', '.join(seq_a[lo:lo + 8])}; "
-          f"B {', '.join(seq_b[lo:lo + 8])}"]
+    if common == min(len(seq_a), len(seq_b)):
+        ev = [f"the same conversations in the same order on both sides: {', '.join(seq_a[:8])}"
+              + (", …" if len(seq_a) > 8 else "")]
+    else:
+        lo = max(0, common - 1)  # the last conversation both hold, then where they part
+        ev = [f"conversations in stream order from {seq_a[lo]}: A {', '.join(seq_a[lo:lo + 8])}; B {', '.join(seq_b[lo:lo + 8])}"]
     if shift is not None:
         ev.append(_shift_text(shift, ca["tokens"], cb["tokens"], q, sa, sb))
     if rest_a and rest_b:  # another conversation at the same place: the order differs
@@ -269,30 +276,37 @@ def _token_cause(sa, sb, ca, cb, piece_a, piece_b, q, ev) -> dict:
         ev.append("tokenizer files that differ between the build records: " + (", ".join(files) or "none"))
     if sa.record and sb.record and sa.record.get("renderer") != sb.record.get("renderer"):
         ev.append(f"renderers differ: A {sa.record.get('renderer')}; B {sb.record.get('renderer')}")
-    same_text = None
+    same_text, texts = None, None
     shared_vocab = sa.vocab is not None and sa.vocab is sb.vocab
     if sa.vocab is None or sb.vocab is None:
         ev.append("text not compared: " + "; ".join(s.vocab_note or f"{s.label} not decoded" for s in (sa, sb) if s.vocab is None))
     elif not (shared_vocab and files):
-        texts = [s.vocab.decode(c["tokens"][pc["flat"] : pc["flat_end"]]) if pc else ""
-                 for s, c, pc in ((sa, ca, piece_a), (sb, cb, piece_b))]
+        try:
+            texts = [s.vocab.decode(c["tokens"][pc["flat"] : pc["flat_end"]]) if pc else ""
+                     for s, c, pc in ((sa, ca, piece_a), (sb, cb, piece_b))]
+        except Exception as e:  # a tokenizer that does not fit the rows
+            texts = None
+            ev.append(f"text not compared: decoding failed ({type(e).__name__}: {e})")
+    if texts is not None:
         common = len(_common_prefix(*texts))
         same_text = common >= min(map(len, texts)) - 4  # a cut token may decode to a replacement character
         ev.append(f"decoded, {conv}'s text is " + ("the same on both sides (up to where the shorter piece ends)"
                   if same_text else f"different from character {common}: A {texts[0][common:common + 30]!r}, "
                   f"B {texts[1][common:common + 30]!r}"))
-    elif shared_vocab and files:
+    if shared_vocab and files:
         ev.append("both sides decode with one tokenizer although their tokenizer files differ: text not compared")
     if same_text is True:
         return {"cause": "tokenizer", "summary": f"the same text of {conv} tokenized differently: a tokenizer change", "evidence": ev}
-    if same_text is None and files and set(files) - TEMPLATE_FILES:
+    renderers_differ = bool(sa.record and sb.record and sa.record.get("renderer") != sb.record.get("renderer"))
+    if same_text is None and files and set(files) - TEMPLATE_FILES - BOTH_FILES:
         return {"cause": "tokenizer", "summary": f"{conv} has other tokens and the build records' tokenizer files differ "
                 f"({', '.join(files)}): a tokenizer change", "evidence": ev}
-    if same_text is False or (same_text is None and files):
+    if same_text is False or (same_text is None and files and (set(files) & TEMPLATE_FILES or renderers_differ)):
         return {"cause": "template", "summary": f"{conv} was rendered to other text: a chat-template (or source text) change",
                 "evidence": ev}
     return {"cause": "tokens", "summary": f"{conv} has other tokens: a tokenizer or chat-template change", "evidence": ev,
-            "cannot_tell": ["tokenizer or template: no tokenizer decodes both sides and no build records differ"]}
+            "cannot_tell": ["tokenizer or template: no tokenizer decodes both sides, and the build records do not tell "
+                            "(absent, or only tokenizer_config.json differs, which holds both)"]}
 
 
 def _common_prefix(a: str, b: str) -> str:
@@ -355,29 +369,3 @@ def _mask_cause(sa, sb, ca, cb, counts) -> dict:
                      if ra.get("loss_mask") == rb.get("loss_mask") else ""))
     return {"cause": "loss_mask", "summary": "same tokens, another loss mask: a loss-mask rule change (or step_loss_mask)",
             "evidence": ev, "cannot_tell": [] if (ra and rb) else ["which rule built each side: no build records"]}
-
-
-def decoded_window(side, ctx: dict, p: int, context: int) -> dict:
-    """Row ``ctx.row`` decoded from ``p - context`` to ``p + context`` as inspect shows it, cut at ``p``."""
-    from .inspection import _segments
-
-    if side.vocab is None:
-        return {"note": side.vocab_note}
-    w = ctx["width"]
-    lo, hi = max(0, p - context), min(w, p + context)
-    pieces = [q for q in _pieces(ctx) if q["row"] == ctx["row"]] if side.provenance else [
-        {"conversation": None, "start": 0, "end": w, "offset": 0}]
-    out = []
-    for a, b in ((lo, p), (p, hi)):
-        if a >= b:
-            continue
-        local = [{"conversation": q["conversation"], "start": max(q["start"], a) - a, "end": min(q["end"], b) - a}
-                 for q in pieces if q["start"] < b and q["end"] > a]
-        covered = np.zeros(b - a, bool)
-        for q in local:
-            covered[q["start"] : q["end"]] = True
-        segs = _segments(ctx["tokens"][a:b], ctx["mask"][a:b], local, [int(i) for i in np.flatnonzero(~covered)], side.vocab)
-        out += [{**s, "start": s["start"] + a, "end": s["end"] + a} for s in segs]
-    starts = {q["start"]: q for q in pieces if lo <= q["start"] < hi}
-    return {"start": lo, "end": hi, "difference_at": p, "segments": out,
-            "boundaries": {str(k): v["conversation"] for k, v in starts.items()}}

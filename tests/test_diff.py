@@ -213,28 +213,59 @@ def test_changed_eos(base, tmp_path, encoder):
     assert first["conversations"]["A_at_eos"] and first["conversations"]["B_at_eos"]
 
 
-def test_tokenizer_change(tmp_path):
-    """Kimi's layout with the small test vocabulary; B's tiktoken.model swaps the ranks of two merges."""
+@pytest.fixture(scope="module")
+def kimi(tmp_path_factory):
+    """A Kimi build with the small test tokenizer: (its tokenizer directory, its rows)."""
     from small_vocabs import kimi_test_files
 
-    dirs = {}
-    for side in "AB":
-        dirs[side] = tmp_path / f"tok-{side}"
-        kimi_test_files(dirs[side])
-    lines = (dirs["B"] / "tiktoken.model").read_text().splitlines()
+    directory = tmp_path_factory.mktemp("diff-kimi")
+    kimi_test_files(directory / "tok")
+    return directory / "tok", _build(directory, model="Kimi-K2.6", name="kimi", tokenizer=str(directory / "tok"))
+
+
+def test_tokenizer_change(kimi, tmp_path):
+    """B's tiktoken.model swaps the ranks of two merges."""
+    tok_a, rows_a = kimi
+    tok_b = tmp_path / "tok"
+    shutil.copytree(tok_a, tok_b)
+    lines = (tok_b / "tiktoken.model").read_text().splitlines()
     ranks = {int(line.split()[1]): i for i, line in enumerate(lines)}
     er, in_ = ranks[259], ranks[263]  # b"er" and b"in": both frequent in the fixture's words
     lines[er], lines[in_] = lines[er].replace(" 259", " 263"), lines[in_].replace(" 263", " 259")
-    (dirs["B"] / "tiktoken.model").write_text("\n".join(lines) + "\n")
-    files = {s: _build(tmp_path / s, model="Kimi-K2.6", name="kimi", tokenizer=str(dirs[s])) for s in "AB"}
-    result = diff_rows(files["A"], files["B"], tokenizer=[dirs["A"], dirs["B"]])
+    (tok_b / "tiktoken.model").write_text("\n".join(lines) + "\n")
+    rows_b = _build(tmp_path, model="Kimi-K2.6", name="kimi", tokenizer=str(tok_b))
+    result = diff_rows(rows_a, rows_b, tokenizer=[tok_a, tok_b])
     first, cause = result["first"], result["cause"]
-    assert (first["row"], first["position"]) == brute_first_difference(files["A"], files["B"])
+    assert (first["row"], first["position"]) == brute_first_difference(rows_a, rows_b)
     assert cause["cause"] == "tokenizer"
     assert any("tiktoken.model" in e for e in cause["evidence"])
     assert any("the same on both sides" in e for e in cause["evidence"])
     at = {s: [p["conversation"] for p in first["conversations"][s] if p["at_difference"]] for s in "AB"}
-    assert at["A"] == at["B"] and at["A"][0] in order()
+    assert at["A"] == at["B"] == [order()[0]]
+
+
+def test_template_change(kimi, tmp_path):
+    """B's chat template names the user "human" in its header (a template revision; the tokenizer is the same)."""
+    from small_vocabs import kimi_test_ranks
+
+    tok_a, rows_a = kimi
+    config = json.loads((tok_a / "tokenizer_config.json").read_text(encoding="utf-8"))
+    if "chat_template" not in config:
+        pytest.skip("../shared is absent: the test tokenizer carries no chat template to change")
+    header = "<|im_user|>{{role_name}}<|im_middle|>"
+    assert header in config["chat_template"]
+    config["chat_template"] = config["chat_template"].replace(header, "<|im_user|>human<|im_middle|>")
+    tok_b = tmp_path / "tok"
+    shutil.copytree(tok_a, tok_b)
+    (tok_b / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    rows_b = _build(tmp_path, model="Kimi-K2.6", name="kimi", tokenizer=str(tok_b))
+    im_user = len(kimi_test_ranks()) + 3  # <|im_user|> is 163587 = 163584 + 3 in the real vocabulary
+    tokens, _ = read_rows(rows_a)
+    after_header = int(np.flatnonzero(tokens[0] == im_user)[0]) + 1  # "user" of the first user turn starts here
+    result = diff_rows(rows_a, rows_b, tokenizer=[tok_a, tok_b])
+    assert (result["first"]["row"], result["first"]["position"]) == (0, after_header)
+    assert result["cause"]["cause"] == "template"
+    assert any("'human" in e for e in result["cause"]["evidence"])
 
 
 # --------------------------------------------------------------------------------------------------------
