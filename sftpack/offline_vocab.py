@@ -114,9 +114,9 @@ def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
     specials = {t: i for t, i in spec["special_tokens"].items() if t != "<|reserved_200018|>"}
     enc = tiktoken.Encoding("o200k_harmony", pat_str=spec["pat_str"], mergeable_ranks=spec["mergeable_ranks"],
                             special_tokens=specials)
-    for token, expected in (("<|return|>", 200002), ("<|channel|>", 200005), ("<|start|>", 200006),
-                            ("<|end|>", 200007), ("<|message|>", 200008), ("<|call|>", 200012)):
-        assert specials[token] == expected, (token, specials[token])
+    check_special_ids(specials, "o200k_harmony", (("<|return|>", 200002), ("<|channel|>", 200005), ("<|start|>", 200006),
+                                                  ("<|end|>", 200007), ("<|message|>", 200008), ("<|call|>", 200012)),
+                      package="tiktoken")
     files = {}
     if cached is not None and cached.is_file():
         files["tiktoken:o200k_base.tiktoken"] = sha256_file(cached)

