@@ -4,11 +4,25 @@ Pipeline (one module per step): ``source`` (read) -> ``conversation`` (check) ->
 ``vocab`` (tokenize) -> ``pack`` -> ``write``; ``pipeline`` runs them (``sftpack.build``), ``rows`` hashes and reads the result.
 """
 
-from .config import BuildConfig
-from .pipeline import build, permutation
-from .diff import diff_rows
-from .encode import encode_conversation, get_encoder
-from .rows import hash_rows, read_provenance, read_rows, rows_sha256_of
+from importlib import import_module
 
-__all__ = ["BuildConfig", "build", "diff_rows", "encode_conversation", "get_encoder", "hash_rows", "permutation",
-           "read_provenance", "read_rows", "rows_sha256_of"]
+# The public names are imported on first use: `sftpack` (the command line) then installs its SIGINT/SIGTERM
+# handlers before numpy, pyarrow and the tokenizers load, so an early Ctrl-C is a clean interruption too.
+_EXPORTS = {
+    "BuildConfig": "config", "build": "pipeline", "permutation": "pipeline", "diff_rows": "diff",
+    "encode_conversation": "encode", "get_encoder": "encode", "hash_rows": "rows", "read_provenance": "rows",
+    "read_rows": "rows", "rows_sha256_of": "rows",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

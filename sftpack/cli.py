@@ -10,6 +10,7 @@ import signal
 import sys
 import traceback
 
+from . import interrupts
 from .config import add_arguments, from_arguments
 from .errors import CheckFailed, UsageError
 
@@ -33,6 +34,10 @@ def cmd_build(args) -> int:
 
     record = build(from_arguments(args))
     print(summary(record, args.out))
+    late = interrupts.late_signal()
+    if late:
+        print(f"sftpack: {signal.Signals(late).name} arrived after the outputs were in place: the build is complete",
+              file=sys.stderr)
     return 0
 
 
@@ -313,10 +318,6 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 class _WarningLines(logging.Handler):
     """``sftpack: warning: ...`` on the stderr of the moment (tests and pipes swap sys.stderr)."""
 
@@ -338,9 +339,26 @@ def _one_line(kind: str, error: BaseException) -> None:
 
 
 def main(argv=None) -> int:
+    """The command line. Without ``argv`` it is the program (console script, ``python -m sftpack``): it keeps its
+    SIGINT/SIGTERM handlers to the very end and leaves the process itself, see :func:`_exit`. With ``argv`` (tests,
+    notebooks) it returns the exit code and puts the previous handlers back."""
+    if argv is not None:
+        previous = interrupts.install()
+        try:
+            return _run(argv)
+        finally:
+            interrupts.restore(previous)
+    try:  # inside the try: a signal right after the handlers are installed is an interruption, never a traceback
+        interrupts.install()  # SIGINT and SIGTERM: clean up (temporaries, workers), exit 130 / 143
+        code = _run(None)
+    except KeyboardInterrupt as e:  # before the handlers were installed
+        code = _interrupted(e)
+    _exit(code)
+
+
+def _run(argv) -> int:
     _install_warning_lines()
-    try:  # the handler is installed inside the try: a SIGTERM right after it is an interruption, never a traceback
-        signal.signal(signal.SIGTERM, _terminate)  # run cleanup (temporaries, lock) on SIGTERM as on Ctrl-C
+    try:
         args = make_parser().parse_args(argv)
         return args.func(args)
     except UsageError as e:
@@ -349,11 +367,33 @@ def main(argv=None) -> int:
     except CheckFailed as e:
         _one_line("check failed", e)
         return 1
-    except KeyboardInterrupt:
-        print("sftpack: interrupted (a build writes its outputs only when it completes)", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:  # interrupts.Interrupted, or Ctrl-C where no handler of ours was installed
+        return _interrupted(e)
     except BrokenPipeError:
         return 0
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    print("sftpack: interrupted (a build writes its outputs only when it completes)", file=sys.stderr)
+    return e.exit_code if isinstance(e, interrupts.Interrupted) else 130
+
+
+def _exit(code: int) -> None:
+    """Flush, run the atexit handlers and leave without the interpreter's teardown: freeing a loaded tokenizer
+    (millions of objects) takes 0.3 s alone and seconds on a busy machine, during which a Ctrl-C would find the
+    outputs long written but the process still there."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # `sftpack ... | head`: the reader is gone
+        pass
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -8,18 +8,17 @@ depend on ``workers``.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from collections import Counter, deque
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Iterator
 
-import multiprocessing as mp
 import numpy as np
 
+from . import interrupts
 from .config import ALL, MAX_ROW_TOKENS, MAX_WORKERS, BuildConfig  # noqa: F401  (re-exported)
 from .conversation import Skip
 from .encode import ConversationEncoder, make_encoder
@@ -31,6 +30,7 @@ from .source import RowError, Source, open_source
 from .vocab import Vocab
 from .vocab_loading import load_vocab
 from .rowformats import RowSink, get_row_format, new_row_writer
+from .workers import WorkerDied, WorkerPool
 from .write import OutputFiles
 
 CHUNK = 128  # conversations per task: small enough that little work is wasted when the rows are complete
@@ -157,54 +157,17 @@ def encoded_chunks(
             yield from consume(encode_chunk(encoder, source, chunk))
         return
 
-    def result(future):
-        t = time.perf_counter()
-        got = future.result()
-        seconds["result_wait_s"] += time.perf_counter() - t
-        return got
-    # fork: each worker inherits the loaded tokenizer and the (memory-mapped) source through its initializer's
-    # arguments (a forked process gets them in memory; nothing is pickled); tasks carry only row indices.
-    context = mp.get_context("fork")
-    depth = 3 * workers
-    init = (os.getpid(), encoder, source)
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_init, initargs=init) as pool:
-        pending = []
-        try:
-            for chunk in chunks:
-                pending.append(pool.submit(_encode_in_worker, chunk))
-                if len(pending) >= depth:
-                    yield from consume(result(pending.pop(0)))
-            while pending:
-                yield from consume(result(pending.pop(0)))
-        finally:
-            for f in pending:
-                f.cancel()
-
-
-_WORKER: tuple = ()  # (encoder, source), set in each forked worker by _worker_init; never in the parent
-
-
-def _encode_in_worker(indices: np.ndarray) -> ChunkResult:
-    return encode_chunk(*_WORKER, indices)
-
-
-def _worker_init(parent: int, encoder: ConversationEncoder, source: Source) -> None:
-    global _WORKER
-    _WORKER = (encoder, source)
-    # Ctrl-C and SIGTERM are handled by the parent, which removes temporaries; workers just stop with the pool.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # A parent killed outright (SIGKILL) takes its workers along: an orphaned worker would wait forever on the
-    # task queue, holding the output lock (inherited with fork) so that every re-run is refused.
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)
+    # Forked workers inherit the loaded tokenizer and the (memory-mapped) source (nothing is pickled); tasks carry
+    # only row indices. Signals are only recorded while they run and raised at the pool's checks (sftpack.interrupts).
+    with interrupts.deferred(), WorkerPool(workers, partial(encode_chunk, encoder, source)) as pool:
+        results = pool.imap(chunks, depth=3 * workers)
+        while True:
+            t = time.perf_counter()
+            result = next(results, None)
+            seconds["result_wait_s"] += time.perf_counter() - t
+            if result is None:
+                return
+            yield from consume(result)
 
 
 def _usable_cores() -> int:
@@ -225,7 +188,15 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
     """Build the rows and write ``OUT/NAME.parquet`` + ``OUT/NAME.build.yaml``; returns the build record.
 
     ``vocab`` and ``source``: ready objects to build with instead of loading the profile's tokenizer / opening
-    ``config.source`` (the record describes them as they describe themselves)."""
+    ``config.source`` (the record describes them as they describe themselves).
+
+    SIGINT (and SIGTERM under the command line) before the final renames raises
+    :class:`sftpack.interrupts.Interrupted` with nothing written; one after them leaves a complete build."""
+    with interrupts.guarded():
+        return _build(config, vocab, source)
+
+
+def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> BuildRecord:
     profile = load_profile(config.model)
     resolved = config.resolved(profile.defaults)
     rows, row_tokens, seed = resolved["rows"], resolved["row_tokens"], resolved["seed"]
@@ -258,9 +229,9 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
         stats = BuildStats()
         writer = new_row_writer(config.format, outputs.tmp_parquet, row_tokens, name)
         progress = Progress(None if every_row else rows, len(source), row_tokens, stats, config.progress)
+        walk = Walk(stats, config.strict)
+        stream = encoded_chunks(encoder, source, order, workers, walk, clock.seconds)
         try:
-            walk = Walk(stats, config.strict)
-            stream = encoded_chunks(encoder, source, order, workers, walk, clock.seconds)
             for row in pack_chunks(stream, row_tokens, vocab.eos_id, stats, walk.pulled):
                 writer.write(row)
                 progress.row()
@@ -268,11 +239,15 @@ def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | N
                     break
             stream.close()
             clock.mark("loop_s")
-        except BaseException:
+        except BaseException as e:
             writer.abort()
+            if isinstance(e, WorkerDied):
+                raise UsageError(f"{e}; nothing written") from None
             raise
         finally:
+            stream.close()  # stops the workers now, also when an error is on its way
             progress.close()
+        interrupts.check()  # a signal recorded while the workers were being stopped
         if every_row and writer.rows == 0:
             writer.close()
             raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "

@@ -6,6 +6,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import interrupts
 from .errors import UsageError
 from .verify import Check, rows_mismatch, verify_rows
 
@@ -46,6 +47,7 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
             seed=declared["seed"], out=str(out), name=declared["name"], workers=workers, overwrite=False,
             dataset_revision=revision, progress=sys.stderr.isatty() if progress is None else progress,
         ))
+        interrupts.reset()  # the rebuild is done; a Ctrl-C from here interrupts the checking
         checks = verify_rows(declared, out / f"{declared['name']}.parquet")
         if on_mismatch is not None and rows_mismatch(checks):
             on_mismatch(out / f"{declared['name']}.parquet")

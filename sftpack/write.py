@@ -12,7 +12,6 @@ import fcntl
 import hashlib
 import os
 import queue
-import signal
 import sys
 import threading
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from . import interrupts
 from .errors import UsageError
 from .pack import Row
 from .parquet_parts import Stitcher, part
@@ -86,15 +86,16 @@ class OutputFiles:
             f.write(record.to_yaml())
             f.flush()
             os.fsync(f.fileno())
-        # No Ctrl-C/SIGTERM between the two renames: the parquet must never be left without its record.
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-        try:
+        # No Ctrl-C/SIGTERM between the two renames: the parquet must never be left without its record. (Blocking
+        # the signals in this thread would not do: another thread - the writer's, tqdm's - can take them and
+        # Python still runs the handler here.) Once both are renamed, the build is done whatever arrives.
+        with interrupts.deferred():
+            interrupts.check()  # a signal recorded earlier is an interruption before the renames
             if self.overwrite and self.record.exists():
                 self.record.unlink()  # an old record must never describe the new parquet
             os.replace(self.tmp_parquet, self.parquet)
             os.replace(self.tmp_record, self.record)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            interrupts.mark_done()
 
     def _release(self) -> None:
         if self._lock is not None:
