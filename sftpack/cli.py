@@ -12,12 +12,12 @@ import traceback
 
 from . import interrupts
 from .config import add_arguments, from_arguments
-from .errors import CheckFailed, UsageError
+from .errors import CheckFailed, UsageError, one_line
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's own usage errors: one line, exit 2
-        print(f"sftpack: error: {message} (see `{self.prog} --help`)", file=sys.stderr)
+        print(f"sftpack: error: {one_line(message)} (see `{self.prog} --help`)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -129,8 +129,13 @@ def cmd_encode(args) -> int:
     from .conversation import Skip
     from .encode import get_encoder
 
-    try:
-        data = json.load(sys.stdin)
+    try:  # bytes, so that a UTF-8 BOM is accepted (as in a JSONL source) and other encodings are refused clearly
+        stream = getattr(sys.stdin, "buffer", None)  # (a text stream without one: tests, notebooks)
+        data = json.loads(stream.read().decode("utf-8-sig") if stream else sys.stdin.read().removeprefix("\ufeff"))
+    except UnicodeDecodeError as e:
+        raise UsageError(f"stdin is not UTF-8 (byte {e.start})") from None
+    except RecursionError:  # as in a JSONL source line (invalid_json there)
+        raise UsageError("stdin is not usable JSON (nested too deeply)") from None
     except ValueError as e:
         raise UsageError(f"stdin is not JSON ({e})") from e
     messages = data.get("messages") if isinstance(data, dict) else data
@@ -335,7 +340,7 @@ def _one_line(kind: str, error: BaseException) -> None:
     # SFTPACK_DEBUG=1: the traceback (with its chained causes) too, for a bug report
     if os.environ.get("SFTPACK_DEBUG", "") not in ("", "0"):
         traceback.print_exception(error, file=sys.stderr)
-    print(f"sftpack: {kind}: {error}", file=sys.stderr)
+    print(f"sftpack: {kind}: {one_line(error)}", file=sys.stderr)  # one printable line, whatever the cause says
 
 
 def main(argv=None) -> int:
@@ -371,6 +376,17 @@ def _run(argv) -> int:
         return _interrupted(e)
     except BrokenPipeError:
         return 0
+    except Exception as e:
+        if not _unreadable_input(e):
+            raise  # a bug: the traceback is what a report needs
+        _one_line("error", RuntimeError(f"{type(e).__name__}: {e}"))
+        return 2
+
+
+def _unreadable_input(e: Exception) -> bool:
+    """A file the command was given cannot be read (I/O error, a corrupt parquet page pyarrow chokes on)."""
+    pa = sys.modules.get("pyarrow")
+    return isinstance(e, OSError) or (pa is not None and isinstance(e, pa.lib.ArrowException))
 
 
 def _interrupted(e: KeyboardInterrupt) -> int:

@@ -27,7 +27,9 @@ SKIP_REASONS = {
     "system_not_first": "a system message that is not the first message",
     "no_user_message": "no message has role 'user'",
     "no_assistant_message": "no message has role 'assistant'",
-    "invalid_unicode": "text the tokenizer cannot encode (e.g. a lone surrogate)",
+    "invalid_unicode": "text the tokenizer cannot encode (e.g. a lone surrogate), or strings that are not UTF-8",
+    "step_loss_mask_invalid": "a message's `step_loss_mask` is not 0, 1, true, false or null (\"1\", 2, [1])",
+    "id_not_string": "the row's `id` is neither a string nor an integer (true, 1.5, a list, an object)",
     "template_error": "the chat template raises on the conversation",
 }
 
@@ -68,8 +70,12 @@ def check_messages(messages) -> list[dict]:
         if role == "system" and i != 0:
             raise Skip("system_not_first", f"messages[{i}] is a system message")
         kept = {"role": role, "content": content}
-        if message.get("step_loss_mask") is not None:
-            kept["step_loss_mask"] = message["step_loss_mask"]
+        flag = message.get("step_loss_mask")
+        if flag is not None:
+            # anything else would silently leave the turn unsupervised (slime trains only where it equals 1)
+            if not isinstance(flag, (bool, int, float)) or flag not in (0, 1):
+                raise Skip("step_loss_mask_invalid", f"messages[{i}].step_loss_mask is {flag!r}")
+            kept["step_loss_mask"] = flag
         clean.append(kept)
     roles = {m["role"] for m in clean}
     if "user" not in roles:

@@ -135,7 +135,25 @@ def control_text_of(rule: MaskRule, vocab: Vocab) -> tuple[str, ...]:
     return tuple(sorted({t for t in vocab.special_tokens if t.strip()} | set(rule.markers)))
 
 
+_MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")  # <|im_start|>, <turn|>, [EOS]: written as one token each
+
+
+def check_markers(profile: Profile, vocab: Vocab) -> None:
+    """Refuse a tokenizer without the family's header and end-of-turn markers as special tokens (another
+    family's tokenizer): the markers would be tokenized as plain text, and the rows would be silently wrong."""
+    rule = profile.rule
+    ends = rule.end_of_turn if isinstance(rule.end_of_turn, (tuple, list)) else (rule.end_of_turn,)
+    wanted = {m for text in (*rule.header.split("{name}"), *ends) for m in _MARKER.findall(text)}
+    missing = sorted(m for m in wanted if m not in vocab.special_tokens)
+    if missing:
+        raise UsageError(
+            f"the tokenizer ({vocab.info.description}) has no special token for {', '.join(missing)}, the "
+            f"{profile.template} turn markers of {profile.model}: is it {profile.model}'s tokenizer?"
+        )
+
+
 def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
+    check_markers(profile, vocab)
     render, description = choose_renderer(profile, vocab)
     if "date" in profile.template_options:  # the record's `renderer` shows the date the rows were rendered with
         description += f"; the template's clock (strftime_now) pinned to {profile.template_options['date']} by the profile"

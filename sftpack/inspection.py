@@ -8,6 +8,7 @@ from, and the EOS tokens the packer put between conversations (``⟨EOS …⟩``
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,19 @@ from .rowformats import open_rows_file
 from .rows import NotSftpackRows
 
 SUPERVISED_OPEN, SUPERVISED_CLOSE = "⟦", "⟧"
+# What a row's text must not bring to the terminal as is: control characters (ESC sequences clear the screen,
+# set the title, make links; CR overwrites a line), bidirectional overrides, line separators - and the marker
+# characters, so that content can never pass for a supervised span or an EOS. Shown as \x1b, \u27e6, ...
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069⟦⟧⟨⟩]")
+
+
+def escape(text: str) -> str:
+    r"""Text safe to print: see ``_UNSAFE``.
+
+    >>> escape("ok\tfine\n\x1b[2J⟦fake⟧")
+    'ok\tfine\n\\x1b[2J\\u27e6fake\\u27e7'
+    """
+    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 ANSI = {"supervised": "\x1b[1;32m", "boundary": "\x1b[1;36m", "eos": "\x1b[7;35m", "dim": "\x1b[2m", "reset": "\x1b[0m"}
 
 
@@ -94,10 +108,33 @@ def row_view(path: str | Path, row: int, vocab=None) -> dict:
     return view
 
 
+def _unknown_ids(vocab, tokens) -> set[int]:
+    """Ids in ``tokens`` that ``vocab`` cannot decode (negative, past the vocabulary, holes in it)."""
+    unknown = set()
+    tok = getattr(vocab, "tok", None)  # a tokenizers.Tokenizer decodes unknown ids to nothing: ask it
+    for i in np.unique(tokens).tolist():
+        if i < 0:
+            unknown.add(i)
+        elif tok is not None:
+            if tok.id_to_token(i) is None:
+                unknown.add(i)
+        else:
+            try:
+                vocab.decode([i])
+            except Exception:
+                unknown.add(i)
+    return unknown
+
+
 def _segments(tokens, mask, pieces, eos, vocab) -> list[dict]:
-    """Maximal runs of tokens with one owner (a conversation piece or an EOS) and one mask value, decoded."""
+    """Maximal runs of tokens with one owner (a conversation piece or an EOS) and one mask value, decoded; a
+    token the tokenizer does not know is a segment of its own with ``unknown_id`` set."""
     width = len(tokens)
+    unknown = _unknown_ids(vocab, tokens)
+    bad = [int(i) for i in np.flatnonzero(np.isin(tokens, list(unknown)))] if unknown else []
     cuts = {0, width, *(p["start"] for p in pieces), *(p["end"] for p in pieces), *eos, *(i + 1 for i in eos)}
+    cuts.update(bad)
+    cuts.update(i + 1 for i in bad)
     cuts.update(int(i) + 1 for i in np.flatnonzero(np.diff(mask.astype(np.int8))))
     cuts = sorted(c for c in cuts if 0 <= c <= width)
     owner = np.full(width, -1)
@@ -106,13 +143,15 @@ def _segments(tokens, mask, pieces, eos, vocab) -> list[dict]:
     out = []
     for a, b in zip(cuts, cuts[1:]):
         k = int(owner[a])
+        unknown_id = int(tokens[a]) if b == a + 1 and int(tokens[a]) in unknown else None
         out.append({
             "start": a,
             "end": b,
             "kind": "conversation" if k >= 0 else "eos",
             "conversation": pieces[k]["conversation"] if k >= 0 else None,
             "supervised": bool(mask[a]),
-            "text": vocab.decode(tokens[a:b]),
+            "text": "" if unknown_id is not None else vocab.decode(tokens[a:b]),
+            **({"unknown_id": unknown_id} if unknown_id is not None else {}),
         })
     return out
 
@@ -126,7 +165,7 @@ def format_row(view: dict, color: bool = False) -> str:
         return f"{ANSI[style]}{text}{ANSI['reset']}" if color else text
 
     width, sup = view["row_tokens"], view["supervised_tokens"]
-    header = (f"row {view['row']} of {view['rows']} · {view['build'] or 'unnamed build'} · {width} tokens · "
+    header = (f"row {view['row']} of {view['rows']} · {escape(view['build'] or 'unnamed build')} · {width} tokens · "
               f"{sup} supervised ({sup / width:.1%}) · {len(view['pieces'])} conversation piece(s)")
     legend = ("supervised tokens in " + (paint("green", "supervised") if color else f"{SUPERVISED_OPEN}…{SUPERVISED_CLOSE}")
               + f"; ⟨EOS⟩ = the separator between conversations; token ranges a..b are half-open")
@@ -149,15 +188,16 @@ def format_row(view: dict, color: bool = False) -> str:
             if piece["continues_in_next_row"]:
                 notes.append(f"continues in row {view['row'] + 1}")
             detail = f"tokens {piece['start']}..{piece['end']}" + "".join(f", {n}" for n in notes)
-            text += paint(f"── conversation {piece['conversation']} ({detail}) ──", "boundary") + "\n"
+            text += paint(f"── conversation {escape(str(piece['conversation']))} ({detail}) ──", "boundary") + "\n"
             starts.pop(seg["start"])
+        shown = escape(seg["text"]) if "unknown_id" not in seg else f"⟨id {seg['unknown_id']}: not in the tokenizer⟩"
         if seg["kind"] == "eos":
             newline()
-            text += paint(f"⟨EOS {seg['text']}⟩", "eos") + "\n"
+            text += paint(f"⟨EOS {shown}⟩", "eos") + "\n"
         elif seg["supervised"]:
-            text += paint(seg["text"], "supervised") if color else f"{SUPERVISED_OPEN}{seg['text']}{SUPERVISED_CLOSE}"
+            text += paint(shown, "supervised") if color else f"{SUPERVISED_OPEN}{shown}{SUPERVISED_CLOSE}"
         else:
-            text += seg["text"]
+            text += shown
     out.append(text.rstrip("\n"))
     return "\n".join(out)
 
@@ -167,6 +207,7 @@ def summarize(path: str | Path) -> dict:
     histogram of supervised tokens per row (reads the small columns, never the tokens, when it can)."""
     path = Path(path)
     rows = open_rows_file(path)
+    figures = rows.hash()  # refuses what hash and verify refuse; its rows_sha256 comes with the summary
     width, nrows = rows.row_tokens, rows.num_rows
     per_row = rows.supervised_per_row()
     info = {
@@ -174,6 +215,7 @@ def summarize(path: str | Path) -> dict:
         "build": rows.build_name,
         "model": _model_beside(path),
         "rows": nrows,
+        "rows_sha256": figures["rows_sha256"],
         "row_tokens": width,
         "total_tokens": nrows * width,
         "supervised_tokens": int(per_row.sum()),
@@ -185,20 +227,25 @@ def summarize(path: str | Path) -> dict:
     except NotSftpackRows:
         provenance = None
     if provenance is not None:
-        rows_of: dict[str, set[int]] = {}
-        continued = set()
+        # Counted by pieces, not by ids (two conversations may share an id): a conversation starts with its piece
+        # at offset 0 (or, cut before the file's first row, with row 0's first piece); a continuation piece opens
+        # a row and carries on the previous row's last piece, a conversation newly split when that piece began
+        # it (offset 0) - else it is the same conversation running through a whole row.
+        conversations = split = 0
+        previous_last_offset = None
         for p in provenance:
-            for cid, offset in zip(p.conversation_ids, p.offsets):
-                rows_of.setdefault(cid, set()).add(p.row)
-                if offset > 0:
-                    continued.add(cid)
-        split = {c for c, rows in rows_of.items() if len(rows) > 1} | continued
+            for i, offset in enumerate(p.offsets):
+                continues = i == 0 and offset > 0
+                conversations += not continues or previous_last_offset is None
+                split += continues and (previous_last_offset is None or previous_last_offset == 0)
+            previous_last_offset = p.offsets[-1] if p.offsets else None
         pieces = np.array([len(p.conversation_ids) for p in provenance], dtype=np.int64)
         info.update(
-            conversations=len(rows_of),
+            conversations=conversations,
+            distinct_ids=len({c for p in provenance for c in p.conversation_ids}),
             pieces=int(pieces.sum()),
             pieces_per_row=_stats(pieces),
-            conversations_split_across_rows=len(split),
+            conversations_split_across_rows=split,
         )
     info["histogram"] = _histogram(per_row)
     return info
@@ -223,7 +270,7 @@ def _histogram(values: np.ndarray, bins: int = 10) -> list[dict]:
 
 def format_summary(info: dict) -> str:
     lines = [
-        f"{info['path']}: {info['build'] or 'unnamed build'}" + (f" ({info['model']})" if info.get("model") else ""),
+        escape(f"{info['path']}: {info['build'] or 'unnamed build'}" + (f" ({info['model']})" if info.get("model") else "")),
         f"  rows            {info['rows']:,} x {info['row_tokens']:,} tokens = {info['total_tokens']:,} tokens (no padding)",
         f"  supervised      {info['supervised_tokens']:,} tokens = {info['supervised_token_ratio']:.4f}"
         f"  (per row min {info['supervised_per_row']['min']:,}, mean {info['supervised_per_row']['mean']:,}, "
@@ -233,7 +280,8 @@ def format_summary(info: dict) -> str:
         ppr = info["pieces_per_row"]
         lines += [
             f"  conversations   {info['conversations']:,} distinct in {info['pieces']:,} pieces "
-            f"(per row min {ppr['min']}, mean {ppr['mean']}, max {ppr['max']})",
+            f"(per row min {ppr['min']}, mean {ppr['mean']}, max {ppr['max']})"
+            + (f"; only {info['distinct_ids']:,} distinct ids" if info["distinct_ids"] != info["conversations"] else ""),
             f"  split           {info['conversations_split_across_rows']:,} conversation(s) cut across rows",
         ]
     else:

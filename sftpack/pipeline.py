@@ -94,6 +94,8 @@ class Walk:
         self.chunks: deque = deque()  # chunks not yet walked past: [first row, kept rows, skips, control, next skip, next control]
         self.rows = 0  # source rows handed to the packer
         self.kept = 0
+        self.unchecked: deque = deque()  # ids of kept conversations not yet pulled (checked for duplicates)
+        self.checked = 0
 
     def add(self, result: ChunkResult) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
         """Register a chunk; its kept conversations ``(ids, lengths, tokens, masks)`` for the packer."""
@@ -104,7 +106,9 @@ class Walk:
         self.chunks.append([self.rows, np.array(kept, dtype=np.int64) + self.rows, skips, control, 0, 0])
         self.rows += len(result.status)
         self.kept += len(kept)
-        return [result.ids[p] for p in kept], result.lengths, result.tokens, result.masks
+        ids = [result.ids[p] for p in kept]
+        self.unchecked.extend(ids)
+        return ids, result.lengths, result.tokens, result.masks
 
     def pulled(self, n: int | None) -> None:
         stats = self.stats
@@ -135,6 +139,13 @@ class Walk:
                 break
             self.chunks.popleft()
         stats.reached = upto
+        while self.checked < n:  # two packed conversations with one id: provenance cannot tell them apart
+            conv_id = self.unchecked.popleft()
+            self.checked += 1
+            if conv_id in stats.ids_seen:
+                stats.duplicate_ids += 1
+            else:
+                stats.ids_seen.add(conv_id)
 
 
 def encoded_chunks(
@@ -152,14 +163,16 @@ def encoded_chunks(
             seconds[stage] += spent
         yield walk.add(result)
 
-    if workers <= 1:
+    # A memory-mapped source is read in a worker even with one: a file cut short under its map kills the reader
+    # with SIGBUS, which the parent then outlives to explain (and to remove the temporaries).
+    if workers <= 1 and not getattr(source, "memory_mapped", False):
         for chunk in chunks:
             yield from consume(encode_chunk(encoder, source, chunk))
         return
 
     # Forked workers inherit the loaded tokenizer and the (memory-mapped) source (nothing is pickled); tasks carry
     # only row indices. Signals are only recorded while they run and raised at the pool's checks (sftpack.interrupts).
-    with interrupts.deferred(), WorkerPool(workers, partial(encode_chunk, encoder, source)) as pool:
+    with interrupts.deferred(), WorkerPool(max(workers, 1), partial(encode_chunk, encoder, source)) as pool:
         results = pool.imap(chunks, depth=3 * workers)
         while True:
             t = time.perf_counter()
@@ -241,31 +254,41 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
             clock.mark("loop_s")
         except BaseException as e:
             writer.abort()
-            if isinstance(e, WorkerDied):
-                raise UsageError(f"{e}; nothing written") from None
+            if isinstance(e, WorkerDied):  # a worker reading a memory map cut short dies of SIGBUS: say why
+                raise UsageError(getattr(source, "changed", lambda: None)() or f"{e}; nothing written") from None
             raise
         finally:
             stream.close()  # stops the workers now, also when an error is on its way
             progress.close()
-        interrupts.check()  # a signal recorded while the workers were being stopped
-        if every_row and writer.rows == 0:
-            writer.close()
-            raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "
-                             f"{stats.rows_dropped_unsupervised} rows without targets; a row is {row_tokens:,} tokens)")
-        if not every_row and writer.rows < rows:
-            writer.close()
-            raise UsageError(f"source exhausted after {writer.rows} rows (asked for {rows})")
-        parquet_sha256, parquet_bytes = writer.close()
-        clock.mark("close_s")
-        record = make_record(
-            profile=profile, vocab=vocab, encoder=encoder, source=source, name=name, rows=writer.rows,
-            row_tokens=row_tokens, seed=seed, rows_sha256=writer.rows_sha256, supervised=writer.supervised, stats=stats,
-            parquet=(parquet_sha256, parquet_bytes), every_row=every_row,
-        )
-        outputs.commit(record)
+        try:
+            interrupts.check()  # a signal recorded while the workers were being stopped
+            if every_row and writer.rows == 0:
+                raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "
+                                 f"{stats.rows_dropped_unsupervised} rows without targets; a row is {row_tokens:,} tokens)"
+                                 + _top_skips(stats))
+            if not every_row and writer.rows < rows:
+                raise UsageError(f"source exhausted after {writer.rows} rows (asked for {rows})" + _top_skips(stats))
+            parquet_sha256, parquet_bytes = writer.close()
+            clock.mark("close_s")
+            record = make_record(
+                profile=profile, vocab=vocab, encoder=encoder, source=source, name=name, rows=writer.rows,
+                row_tokens=row_tokens, seed=seed, rows_sha256=writer.rows_sha256, supervised=writer.supervised,
+                stats=stats, parquet=(parquet_sha256, parquet_bytes), every_row=every_row,
+            )
+            outputs.commit(record)
+        except BaseException:
+            writer.abort()  # its file is open: a full disk gets its space back only once it is closed
+            raise
         clock.mark("commit_s")
     clock.report(workers, writer, record)
     return record
+
+
+def _top_skips(stats: BuildStats) -> str:
+    if not stats.skipped:
+        return ""
+    top = ", ".join(f"{reason} {n:,}" for reason, n in stats.skipped.most_common(3))
+    return f"; {sum(stats.skipped.values()):,} of the {stats.reached:,} conversations reached were skipped ({top})"
 
 
 class _Clock:

@@ -22,6 +22,7 @@ import numpy as np
 import yaml
 
 from .errors import UsageError
+from .safe_yaml import MAX_BYTES, SafeLoader, load_text
 
 
 @dataclass
@@ -36,6 +37,8 @@ class BuildStats:
     rows_kept: int = 0
     rows_dropped_unsupervised: int = 0
     tail_tokens: int = 0  # tokens of the partial last row once the stream ended (--rows all drops them)
+    duplicate_ids: int = 0  # kept conversations whose id an earlier kept one had
+    ids_seen: set = field(default_factory=set, repr=False)
 
 
 class Ratio(float):
@@ -91,8 +94,9 @@ class Counts(_Section):
     conversations_with_control_text: int | None
     skipped: dict | None
     tail_tokens_dropped: int | None = None  # --rows all only: the tokens of the dropped partial last row
+    duplicate_ids: int | None = None  # packed conversations whose id an earlier packed one had (absent: none)
 
-    OPTIONAL = ("tail_tokens_dropped",)  # a --rows N record stays as it was
+    OPTIONAL = ("tail_tokens_dropped", "duplicate_ids")  # a --rows N record without duplicates stays as it was
 
 
 @dataclass(eq=False)
@@ -139,13 +143,10 @@ class BuildRecord(_Section, Mapping):
         return yaml.dump(self.to_dict(), Dumper=_RecordDumper, sort_keys=False, allow_unicode=True, width=120)
 
     @classmethod
-    def from_yaml(cls, text: str, *, where: str = "build record", partial: bool = False, loader=yaml.SafeLoader):
-        """A record read back; ``partial``: absent keys are None (a hand-edited or foreign record)."""
-        try:
-            data = yaml.load(text, Loader=loader)
-        except yaml.YAMLError as e:
-            raise UsageError(f"{where}: malformed YAML ({' '.join(str(e).split())})") from e
-        return cls.from_dict(data, where, partial)
+    def from_yaml(cls, text: str, *, where: str = "build record", partial: bool = False, loader=SafeLoader):
+        """A record read back; ``partial``: absent keys are None (a hand-edited or foreign record). The YAML is
+        read with :mod:`sftpack.safe_yaml`'s limits (a record beside a rows file may be hostile)."""
+        return cls.from_dict(load_text(text, where, loader), where, partial)
 
 
 _SECTIONS = {"dataset": DatasetInfo, "counts": Counts}
@@ -176,6 +177,8 @@ def read_record_beside(parquet) -> BuildRecord | None:
     readable one (``inspect`` only wants a hint from it)."""
     path = record_path_beside(parquet)
     try:
+        if path.stat().st_size > MAX_BYTES:
+            return None
         return BuildRecord.from_yaml(path.read_text(encoding="utf-8"), where=str(path), partial=True)
     except (OSError, UnicodeDecodeError, UsageError):
         return None
@@ -218,7 +221,8 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
         counts=Counts(supervised_tokens=int(supervised), total_tokens=total, conversations_packed=stats.conversations,
                       source_rows_reached=stats.reached, rows_dropped_without_targets=stats.rows_dropped_unsupervised,
                       conversations_with_control_text=stats.control_text, skipped=dict(sorted(stats.skipped.items())),
-                      tail_tokens_dropped=stats.tail_tokens if every_row else None),
+                      tail_tokens_dropped=stats.tail_tokens if every_row else None,
+                      duplicate_ids=stats.duplicate_ids or None),
         tokenizer_files=dict(info.files), tokenizer_source=info.source, pins=dict(info.pins),
         pinned=tokenizer_pinned and dataset_pinned, tokenizer_pinned=tokenizer_pinned, dataset_pinned=dataset_pinned,
         eos_token=vocab.eos_token, eos_token_id=int(vocab.eos_id), renderer=encoder.renderer_description,

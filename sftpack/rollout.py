@@ -111,9 +111,15 @@ class RowSource:
 
     def _decode(self, group: int) -> tuple[np.ndarray, np.ndarray]:
         try:  # views of the group's own arrow buffers: nothing else is kept alive
-            return self._file.read_group(group)
+            tokens, mask = self._file.read_group(group)
         except NotSftpackRows as e:
             raise RolloutError(f"--prompt-data {self.path}: row group {group}: {e}") from e
+        bad = np.flatnonzero((tokens < 0).any(axis=1))  # no embedding has a negative index: fail here, not on the GPU
+        if len(bad):
+            row = int(self._starts[group]) + int(bad[0])
+            raise RolloutError(f"--prompt-data {self.path}: row {row} holds a negative token id "
+                               f"({int(tokens[bad[0]][tokens[bad[0]] < 0][0])})")
+        return tokens, mask
 
 
 _SOURCES: dict[tuple, RowSource] = {}

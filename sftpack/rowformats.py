@@ -159,8 +159,12 @@ class RowsReader:
         return tokens[start - first : stop - first], mask[start - first : stop - first]
 
     def row(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        from .rows import NotSftpackRows
+
         group, index = self.group_of(row)
         tokens, mask = self.read_group(group)
+        if (mask[index] > 1).any():  # refused as hash() refuses the file
+            raise NotSftpackRows(f"{self.path}: loss_mask holds values other than 0 and 1")
         return tokens[index], mask[index]
 
     def provenance(self, row: int):

@@ -32,6 +32,23 @@ SAMPLE_PATH = Path(__file__).resolve().parent / "data" / "tulu3_sample.parquet"
 # read into memory (the full Tulu 3 mixture is ~2.9 GB of Arrow).
 IN_MEMORY_PARQUET_BYTES = 256 << 20
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_WHITESPACE = np.array([9, 10, 13, 32], np.uint8)  # JSON's whitespace: a line of only these is not a row
+
+
+def source_id(value, k: int) -> str | None:
+    """The id a row's ``id`` value gives: a string as is, an integer in decimal, ``row-K`` when absent or null;
+    None for anything else (a bool, float, list, object: skipped as ``id_not_string``)."""
+    if value is None:
+        return f"row-{k}"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+class SourceChanged(UsageError):
+    """The source file was cut short (or grew) while the build read it."""
 
 
 class RowError(Exception):
@@ -62,6 +79,13 @@ class Source:
         :class:`RowError` in place of the pair for a row that cannot be read at all."""
         raise NotImplementedError
 
+    memory_mapped = False  # whether reading touches a memory map (a file cut short under it: SIGBUS)
+
+    def changed(self) -> str | None:
+        """Why the files behind the source no longer match what was opened, if they do not (workers that read
+        a memory map cut short die of SIGBUS; the parent asks this to say why)."""
+        return None
+
 
 class TableSource(Source):
     """An Arrow table, in memory or memory-mapped."""
@@ -73,6 +97,7 @@ class TableSource(Source):
                 "expected Tulu 3's schema: id, messages [{role, content}], source"
             )
         self.info = info
+        table = _plain_columns(table, info)
         # Memory maps behind the table: their pages are released whenever the process's RSS passes
         # RELEASE_ABOVE_BYTES, so reading 65k random rows of a 3 GB source does not leave the whole file in RSS.
         self._maps = maps or []
@@ -92,7 +117,21 @@ class TableSource(Source):
     def __len__(self) -> int:
         return self._n
 
+    @property
+    def memory_mapped(self) -> bool:
+        return bool(self._maps)
+
+    def changed(self) -> str | None:
+        for mapped in self._maps:
+            why = mapped.changed()
+            if why:
+                return why
+        return None
+
     def take(self, indices) -> list[tuple[str, object]]:
+        why = self.changed()  # checked before touching the maps: reading past a cut-short file is a SIGBUS
+        if why:
+            raise SourceChanged(why)
         # Chunk by chunk: ChunkedArray.take would first concatenate every chunk of a memory-mapped source
         # (gigabytes) to pick a hundred rows. Chunks in Tulu's plain layout are read straight from the Arrow
         # buffers (zero-copy views), the rest through pyarrow's take + to_pylist.
@@ -108,17 +147,103 @@ class TableSource(Source):
             if reader is False:
                 slow.setdefault(chunk, []).append(position)
             else:
-                out[position] = reader.row(row)
+                try:
+                    out[position] = reader.row(row)
+                except UnicodeDecodeError:
+                    out[position] = _NOT_UTF8
         for chunk, positions in slow.items():
-            rows = pa.array(local[positions])
-            got = self.columns[0][chunk].take(rows).to_pylist()
-            got_ids = self.columns[1][chunk].take(rows).to_pylist() if len(self.columns) > 1 else [None] * len(positions)
-            for position, m, i in zip(positions, got, got_ids):
-                out[position] = (i, m)
+            try:
+                got = self._take_slow(chunk, local[positions])
+            except UnicodeDecodeError:  # a string that is not UTF-8 (writers that do not validate): find its row
+                got = []
+                for row in local[positions]:
+                    try:
+                        got += self._take_slow(chunk, [row])
+                    except UnicodeDecodeError:
+                        got.append(_NOT_UTF8)
+            for position, pair in zip(positions, got):
+                out[position] = pair
         if self._maps and _resident_bytes() > RELEASE_ABOVE_BYTES:
             for mapped in self._maps:
                 mapped.release()
-        return [(str(i) if i is not None else f"row-{k}", m) for (i, m), k in zip(out, indices.tolist())]
+        return [_table_row(pair, k) for pair, k in zip(out, indices.tolist())]
+
+    def _take_slow(self, chunk: int, rows) -> list[tuple]:
+        rows = pa.array(rows, pa.int64())
+        got = self.columns[0][chunk].take(rows).to_pylist()
+        got_ids = self.columns[1][chunk].take(rows).to_pylist() if len(self.columns) > 1 else [None] * len(rows)
+        return list(zip(got_ids, got))
+
+
+_NOT_UTF8 = object()
+
+
+def _table_row(pair, k: int):
+    if pair is _NOT_UTF8:
+        return RowError("invalid_unicode", f"row {k}: a string is not valid UTF-8", f"row-{k}")
+    rid = source_id(pair[0], k)
+    if rid is None:
+        return RowError("id_not_string", f"row {k}: the id is a {type(pair[0]).__name__}", f"row-{k}")
+    return rid, pair[1]
+
+
+def _needs_plain(t: pa.DataType) -> bool:
+    """Whether ``t`` holds view types (Polars writes them), which the readers do not take."""
+    if t in _VIEW_TYPES or _is_list_view(t):
+        return True
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _needs_plain(t.value_type)
+    if pa.types.is_struct(t):
+        return any(_needs_plain(t.field(i).type) for i in range(t.num_fields))
+    return False
+
+
+_VIEW_TYPES = {f() for f in (getattr(pa, "string_view", None), getattr(pa, "binary_view", None)) if f}
+
+
+def _is_list_view(t: pa.DataType) -> bool:
+    return any(getattr(pa.types, f, lambda t: False)(t) for f in ("is_list_view", "is_large_list_view"))
+
+
+def _plain_array(array: pa.Array) -> pa.Array:
+    """``array`` with views replaced by plain arrays: string/binary views by large strings/binaries, list views
+    by lists (rebuilt here: pyarrow's own list-view cast can leave the last offset out)."""
+    t = array.type
+    mask = array.is_null() if array.null_count else None
+    if t in _VIEW_TYPES:
+        return array.cast(pa.large_string() if t == pa.string_view() else pa.large_binary())
+    if _is_list_view(t):
+        sizes = np.where(array.is_null().to_numpy(zero_copy_only=False), 0, array.sizes.to_numpy(zero_copy_only=False))
+        offsets = array.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        bounds = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        gather = np.repeat(offsets - bounds[:-1], sizes) + np.arange(bounds[-1])  # each list's values, in order
+        values = _plain_array(array.values).take(pa.array(gather, pa.int64()))  # (views have no take kernel)
+        large = pa.types.is_large_list_view(t)
+        cls, width = (pa.LargeListArray, pa.int64()) if large else (pa.ListArray, pa.int32())
+        return cls.from_arrays(pa.array(bounds, width), values, mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+        return cls.from_arrays(array.offsets, _plain_array(array.values), mask=mask)
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        children = [_plain_array(array.field(i)) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=[f.with_type(c.type) for f, c in zip(fields, children)], mask=mask)
+    return array
+
+
+def _plain_columns(table: pa.Table, info: SourceInfo) -> pa.Table:
+    for name in ("messages", "id"):
+        if name not in table.column_names or not _needs_plain(table.schema.field(name).type):
+            continue
+        kind = table.schema.field(name).type
+        try:
+            chunks = [_plain_array(c) for c in table.column(name).chunks]
+            column = pa.chunked_array(chunks) if chunks else table.column(name).cast(pa.large_string())
+            table = table.set_column(table.column_names.index(name), name, column)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise UsageError(f"source {info.dataset}: column `{name}` has type {kind}, which sftpack cannot read "
+                             f"({str(e).splitlines()[0]})") from None
+    return table
 
 
 def _string_views(array: pa.Array):
@@ -179,45 +304,76 @@ class _ChunkReader:
 
 
 class JsonLinesSource(Source):
-    """A JSONL file read lazily: only line offsets are kept in memory."""
+    """A JSONL file read lazily: only line offsets are kept in memory. Lines are read with ``pread``, not
+    through a memory map, so a file cut short while the build reads it is an error (:class:`SourceChanged`),
+    not a SIGBUS. Blank and whitespace-only lines are not rows."""
+
+    BLOCK = 4 << 20  # bytes scanned at a time when the file is opened
 
     def __init__(self, path: Path, info: SourceInfo):
         self.path = path
         self.info = info
-        size = path.stat().st_size
-        self._file = open(path, "rb")
-        self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        data = np.frombuffer(self._map, dtype=np.uint8) if size else np.zeros(0, np.uint8)
-        newlines = np.flatnonzero(data == 10)
-        bom = 3 if size >= 3 and self._map[:3] == b"\xef\xbb\xbf" else 0  # a UTF-8 byte-order mark is not JSON
-        starts = np.concatenate(([bom], newlines + 1))
-        ends = np.concatenate((newlines, [size]))
-        keep = ends > starts  # blank lines are not rows
+        self._fd = os.open(path, os.O_RDONLY)
+        self._size = size = os.fstat(self._fd).st_size
+        bom = 3 if size >= 3 and os.pread(self._fd, 3, 0) == b"\xef\xbb\xbf" else 0  # a UTF-8 BOM is not JSON
+        newlines, content = [], []  # content: whether each line holds anything but whitespace
+        carry = False  # whether the line running into the next block holds content so far
+        for offset in range(bom, size, self.BLOCK):
+            block = np.frombuffer(self._read(offset, min(self.BLOCK, size - offset)), np.uint8)
+            ends = np.flatnonzero(block == 10)
+            solid = np.concatenate(([0], np.cumsum(~np.isin(block, _WHITESPACE), dtype=np.int64)))
+            has = solid[np.append(ends, len(block))] > solid[np.concatenate(([0], ends + 1))]
+            has[0] |= carry
+            newlines.append(ends + offset)
+            content.append(has[:-1])
+            carry = bool(has[-1])
+        ends = np.concatenate(newlines + [np.array([size], np.int64)])
+        keep = np.concatenate(content + [np.array([carry])])
+        starts = np.concatenate(([bom], ends[:-1] + 1))
         self.starts, self.ends = starts[keep], ends[keep]
-        del data
+        self.lines = np.flatnonzero(keep) + 1  # each row's line number in the file (1-based), for messages
 
     def __len__(self) -> int:
         return len(self.starts)
 
+    def _read(self, offset: int, n: int) -> bytes:
+        data = os.pread(self._fd, n, offset)
+        if len(data) < n:
+            raise SourceChanged(self.changed() or f"source file {self.path} changed while being read")
+        return data
+
+    def changed(self) -> str | None:
+        now = os.fstat(self._fd).st_size
+        if now != self._size:
+            return f"source file {self.path} changed while being read ({self._size:,} bytes when opened, {now:,} now)"
+        return None
+
     def take(self, indices):
         out = []
         for k in indices:
-            line = self._map[self.starts[k] : self.ends[k]]
+            line = self._read(int(self.starts[k]), int(self.ends[k] - self.starts[k]))
+            n = int(self.lines[k])
             try:
                 row = json.loads(line)
             except (ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
-                out.append(RowError("invalid_json", f"line {k + 1}: {e}", f"line-{k + 1}"))
+                out.append(RowError("invalid_json", f"line {n}: {e}", f"line-{n}"))
                 continue
             if not isinstance(row, dict):
-                out.append(RowError("row_not_object", f"line {k + 1} is a JSON {type(row).__name__}", f"line-{k + 1}"))
+                out.append(RowError("row_not_object", f"line {n} is a JSON {type(row).__name__}", f"line-{n}"))
                 continue
-            rid = row.get("id")
-            rid = str(rid) if rid is not None else f"row-{k}"
+            rid = source_id(row.get("id"), k)
+            if rid is None:
+                out.append(RowError("id_not_string", f"line {n}: the id is a JSON {_json_type(row['id'])}", f"line-{n}"))
+                continue
             if _SURROGATE.search(rid):  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
-                out.append(RowError("invalid_unicode", f"line {k + 1}: the id holds a lone surrogate", f"line-{k + 1}"))
+                out.append(RowError("invalid_unicode", f"line {n}: the id holds a lone surrogate", f"line-{n}"))
                 continue
             out.append((rid, row.get("messages")))
         return out
+
+
+def _json_type(value) -> str:
+    return {bool: "boolean", float: "number", list: "array", dict: "object"}.get(type(value), type(value).__name__)
 
 
 class ListSource(Source):
@@ -237,8 +393,10 @@ class ListSource(Source):
             if not isinstance(row, dict):
                 out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}", f"row-{k}"))
                 continue
-            rid = row.get("id")
-            rid = str(rid) if rid is not None else f"row-{k}"
+            rid = source_id(row.get("id"), k)
+            if rid is None:
+                out.append(RowError("id_not_string", f"row {k}: the id is a {_json_type(row['id'])}", f"row-{k}"))
+                continue
             if _SURROGATE.search(rid):
                 out.append(RowError("invalid_unicode", f"row {k}: the id holds a lone surrogate", f"row-{k}"))
                 continue
@@ -259,7 +417,7 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
     info = SourceInfo(path.name, "file")
     try:
         if path.is_dir():
-            shards = sorted(path.glob("*.parquet"))
+            shards = sorted(p for p in path.glob("*.parquet") if not p.name.startswith((".", "_")))
             if not shards:
                 raise UsageError(f"--source {spec}: the directory holds no .parquet files")
             return _open_parquet(shards, info)
@@ -269,7 +427,7 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
         if suffix == ".jsonl":
             return JsonLinesSource(path, info)
         if suffix == ".json":
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8-sig") as f:
                 rows = json.load(f)
             if not isinstance(rows, list):
                 raise UsageError(f"--source {spec}: a .json source must hold a list of rows")
@@ -279,8 +437,8 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
             return TableSource(table, info, [mapped])
     except UsageError:
         raise
-    except (OSError, ValueError, pa.ArrowException) as e:
-        raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {e})") from e
+    except (OSError, ValueError, RecursionError, pa.ArrowException) as e:  # RecursionError: a deeply nested .json
+        raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {str(e)[:300]})") from e
     raise UsageError(f"--source {spec}: unsupported file type (use .parquet, .jsonl, .json, .arrow or a directory)")
 
 
@@ -299,8 +457,16 @@ class _MappedFile:
     """A read-only memory map whose pages the reader can hand back to the kernel (see ``TableSource.take``)."""
 
     def __init__(self, path: Path):
-        with open(path, "rb") as f:
-            self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        self.path = path
+        self._file = open(path, "rb")
+        self.size = os.fstat(self._file.fileno()).st_size
+        self.map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+
+    def changed(self) -> str | None:
+        now = os.fstat(self._file.fileno()).st_size
+        if now < self.size:
+            return (f"source file {self.path} changed while being read ({self.size:,} bytes when opened, {now:,} now)")
+        return None
 
     def release(self) -> None:
         if hasattr(mmap, "MADV_DONTNEED"):

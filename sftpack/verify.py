@@ -24,10 +24,10 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 
-import yaml
 
 from .record import BuildRecord, record_path_beside
 from .errors import UsageError
+from .safe_yaml import SafeLoader, load_file
 from .rowformats import open_rows_file
 from .rows import NotSftpackRows, file_sha256
 
@@ -64,7 +64,7 @@ class DeclaredFloat(float):
         return float(self), self.text
 
 
-class _Loader(yaml.SafeLoader):
+class _Loader(SafeLoader):  # size, depth and alias limits (sftpack.safe_yaml)
     pass
 
 
@@ -85,15 +85,7 @@ def load_declared(yaml_path: str | Path) -> dict:
     path = Path(yaml_path)
     if not path.is_file():
         raise UsageError(f"{path}: no such file")
-    try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or " ".join(str(e).split())
-        raise UsageError(f"{path}: malformed YAML: {problem}{where}") from e
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read it ({e})") from e
+    data = load_file(path, _Loader)  # size, depth and alias limits before anything is built from it
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not a recipe or build record (the YAML is not a mapping)")
     if isinstance(data.get("workload"), dict):
@@ -129,9 +121,12 @@ def load_declared(yaml_path: str | Path) -> dict:
         raise UsageError(f"{path}: declares no {where['rows_sha256']}: nothing to verify the rows against")
     _check_types(path, fields, where)
     declared = {k: v for k, v in fields.items() if v is not None}
+    for key in ("rows_sha256", "parquet_sha256"):  # hex digits compare case-insensitively (sha256sum prints lowercase)
+        if key in declared:
+            declared[key] = declared[key].lower()
     files = extra.get("tokenizer_files")
     if isinstance(files, dict) and files:
-        tokenizer_sha256 = {str(k): str(v) for k, v in files.items()}
+        tokenizer_sha256 = {str(k): str(v).lower() for k, v in files.items()}
     else:
         tokenizer_sha256 = parse_tokenizer_sha256(declared.get("tokenizer", ""))
     declared.update(

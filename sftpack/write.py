@@ -12,6 +12,7 @@ import fcntl
 import hashlib
 import os
 import queue
+import shutil
 import sys
 import threading
 import time
@@ -52,22 +53,36 @@ class OutputFiles:
         self.tmp_parquet = self.dir / f".{name}{suffix}.tmp"
         self.tmp_record = self.dir / f".{name}.build.yaml.tmp"
         self.overwrite = overwrite
+        self.lock_path = self.dir / f".{name}.lock"
         self._lock = None
 
     def __enter__(self) -> "OutputFiles":
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            lock = open(self.dir / f".{self.name}.lock", "w")
-        except OSError as e:
-            raise UsageError(f"--out {self.dir}: cannot write there ({e.strerror})") from e
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
+        while True:
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                lock = open(self.lock_path, "a")
+            except OSError as e:
+                raise UsageError(f"--out {self.dir}: cannot write there ({e.strerror})") from e
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                lock.close()
+                if e.errno in (errno.EAGAIN, errno.EACCES):
+                    raise UsageError(f"--out {self.dir}: another sftpack build is writing {self.name} there") from e
+                raise
+            # The build that held the lock removes the file before it lets go: holding a lock on a file that no
+            # longer has the name would not keep out a build that creates it anew. Then take the new one.
+            try:
+                if os.stat(self.lock_path).st_ino == os.fstat(lock.fileno()).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
             lock.close()
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                raise UsageError(f"--out {self.dir}: another sftpack build is writing {self.name} there") from e
-            raise
         self._lock = lock
+        for p in (self.parquet, self.record, self.tmp_parquet, self.tmp_record):
+            if p.exists() and not p.is_file():  # os.replace / unlink would fail on it at the very end
+                self._release()
+                raise UsageError(f"--out {self.dir}: {p.name} exists and is not a file; remove it or choose another --name")
         existing = [p.name for p in (self.parquet, self.record) if p.exists()]
         if existing and not self.overwrite:
             self._release()
@@ -99,13 +114,28 @@ class OutputFiles:
 
     def _release(self) -> None:
         if self._lock is not None:
+            try:
+                os.unlink(self.lock_path)  # no .NAME.lock left behind; removed while still held (see __enter__)
+            except OSError:
+                pass
             fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
             self._lock = None
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         self.remove_temporaries()
         self._release()
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            # after the temporaries are gone, so that the free space reported is what the user really has
+            raise UsageError(f"no space left on the device (--out {self.dir}: {_free(self.dir)} free once the "
+                             "temporaries were removed); nothing written") from None
+
+
+def _free(path: Path) -> str:
+    try:
+        return f"{shutil.disk_usage(path).free:,} bytes"
+    except OSError:
+        return "unknown"
 
 
 class RowWriter:

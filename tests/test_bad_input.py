@@ -221,6 +221,10 @@ MALFORMED = [
                                '{"role": "assistant", "content": "low \\udc00 surrogate"}]}', "invalid_unicode"),
     ("surrogate-in-system", '{"id": "bad-34", "messages": [{"role": "system", "content": "\\udbff"}, '
                             '{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."}]}', "invalid_unicode"),
+    # step_loss_mask other than absent/null/0/1/true/false would silently leave the turn unsupervised
+    ("step-loss-mask-string", {"id": "bad-35", "messages": [U("Q?"), {**A("A."), "step_loss_mask": "1"}]}, "step_loss_mask_invalid"),
+    ("step-loss-mask-two", {"id": "bad-36", "messages": [U("Q?"), {**A("A."), "step_loss_mask": 2}]}, "step_loss_mask_invalid"),
+    ("step-loss-mask-list", {"id": "bad-37", "messages": [U("Q?"), {**A("A."), "step_loss_mask": [1]}]}, "step_loss_mask_invalid"),
 ]
 # Whole JSONL lines that are not a row: the strict message names them by line number.
 BAD_LINES = [
@@ -234,6 +238,10 @@ BAD_LINES = [
     ("json-null", "null", "row_not_object"),
     ("surrogate-in-id", '{"id": "bad-\\ud800", "messages": [{"role": "user", "content": "Q?"}, '
                         '{"role": "assistant", "content": "A."}]}', "invalid_unicode"),
+    ("id-bool", '{"id": true, "messages": [{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."}]}',
+     "id_not_string"),
+    ("id-list", '{"id": ["bad-44"], "messages": [{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."}]}',
+     "id_not_string"),
 ]
 ALL_CASES = MALFORMED + BAD_LINES
 
