@@ -25,6 +25,8 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
+from small_vocabs import _learn_merges as learn_merges  # the same plain BPE learner
+
 TEMPLATES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "templates"
 
 # MiniMax-M2: ids from a third-party MiniMax-M2 mock tokenizer (torchspec tests); EOS [e~[ is 200020 there too.
@@ -87,36 +89,6 @@ def _pre_tokenizer():
     ])
 
 
-def _learn_merges(words: Counter) -> list[tuple[str, str]]:
-    """Plain BPE: merge the most frequent adjacent pair (ties: smallest pair) until none occurs twice."""
-    segmented = {tuple(word): count for word, count in words.items()}
-    merges: list[tuple[str, str]] = []
-    while len(merges) < _NUM_MERGES:
-        pairs: Counter = Counter()
-        for symbols, count in segmented.items():
-            for pair in zip(symbols, symbols[1:]):
-                pairs[pair] += count
-        if not pairs:
-            break
-        best = min(pairs, key=lambda pair: (-pairs[pair], pair))
-        if pairs[best] < 2:
-            break
-        merges.append(best)
-        merged: dict = {}
-        for symbols, count in segmented.items():
-            out, i = [], 0
-            while i < len(symbols):
-                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                    out.append(symbols[i] + symbols[i + 1])
-                    i += 2
-                else:
-                    out.append(symbols[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + count
-        segmented = merged
-    return merges
-
-
 @lru_cache(maxsize=None)
 def _tokenizer_json(family: str) -> str:
     specials, first_id, _, _ = FAMILIES[family]
@@ -125,7 +97,7 @@ def _tokenizer_json(family: str) -> str:
     for text in _CORPUS:
         for word, _ in pre.pre_tokenize_str(text):
             words[word] += 1
-    merges = _learn_merges(words)
+    merges = learn_merges(words, _NUM_MERGES)
     vocab: dict[str, int] = {}
     for token in [_bytes_to_unicode()[b] for b in range(256)] + [a + b for a, b in merges]:
         if token not in vocab:  # a merge may rebuild an existing token; keep the first id
