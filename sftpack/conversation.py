@@ -30,6 +30,7 @@ SKIP_REASONS = {
     "invalid_unicode": "text the tokenizer cannot encode (e.g. a lone surrogate), or strings that are not UTF-8",
     "step_loss_mask_invalid": "a message's `step_loss_mask` is not 0, 1, true, false or null (\"1\", 2, [1])",
     "id_not_string": "the row's `id` is neither a string nor an integer (true, 1.5, a list, an object)",
+    "id_reserved": "the row's `id` starts with `sftpack:`, kept for the ids sftpack gives rows without one",
     "template_error": "the chat template raises on the conversation",
 }
 

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import yaml
-
+from . import safe_yaml
 from .errors import UsageError
 
 REQUIRED = object()
@@ -96,12 +95,6 @@ def check(data, keys: dict[str, Key], path, prefix: str = "") -> dict:
 
 
 def read_yaml(path: Path):
-    try:
-        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"{path}: cannot read ({e})") from e
-    except yaml.YAMLError as e:
-        problem = " ".join(str(getattr(e, "problem", None) or e).split())
-        mark = getattr(e, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"{path}: not valid YAML{at} ({problem})") from e
+    """A profile or rule file, parsed with the limits of :mod:`sftpack.safe_yaml` (``--model PATH.yaml`` can be
+    any file a user is handed: a billion-laughs or 10,000-deep one is refused in one line, not expanded)."""
+    return safe_yaml.load_file(path)

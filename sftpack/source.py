@@ -35,16 +35,41 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _WHITESPACE = np.array([9, 10, 13, 32], np.uint8)  # JSON's whitespace: a line of only these is not a row
 
 
-def source_id(value, k: int) -> str | None:
-    """The id a row's ``id`` value gives: a string as is, an integer in decimal, ``row-K`` when absent or null;
-    None for anything else (a bool, float, list, object: skipped as ``id_not_string``)."""
+# Ids sftpack makes for rows without one live under this prefix, and a real id under it is skipped
+# (``id_reserved``): a generated id can then never be a real row's id, whichever rows a build reaches.
+RESERVED_ID_PREFIX = "sftpack:"
+
+
+def generated_id(k: int) -> str:
+    """The id of source row ``k`` when it has none (absent or null), also the name of an unreadable row.
+
+    >>> generated_id(17)
+    'sftpack:source-row-17'
+    """
+    return f"{RESERVED_ID_PREFIX}source-row-{k}"
+
+
+def source_id(value, k: int, where: str, name: str | None = None) -> "str | RowError":
+    """The id a row's ``id`` value gives: a string as is, an integer in decimal, :func:`generated_id` when
+    absent or null; a :class:`RowError` for anything else (a bool, float, list, object: ``id_not_string``) and
+    for a string under :data:`RESERVED_ID_PREFIX` (``id_reserved``). ``where`` names the row in the detail and
+    ``name`` (default: the generated id) in ``--strict``'s message.
+
+    >>> source_id(7, 3, "row 3"), source_id(None, 3, "row 3")
+    ('7', 'sftpack:source-row-3')
+    >>> source_id("sftpack:source-row-9", 3, "row 3").reason
+    'id_reserved'
+    """
     if value is None:
-        return f"row-{k}"
+        return generated_id(k)
     if isinstance(value, str):
+        if value.startswith(RESERVED_ID_PREFIX):
+            return RowError("id_reserved", f"{where}: the id {value[:60]!r} starts with {RESERVED_ID_PREFIX!r}, "
+                            "which sftpack keeps for the ids it gives rows without one", name or generated_id(k))
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return None
+    return RowError("id_not_string", f"{where}: the id is {_a(_json_type(value))}", name or generated_id(k))
 
 
 class SourceChanged(UsageError):
@@ -180,11 +205,9 @@ _NOT_UTF8 = object()
 
 def _table_row(pair, k: int):
     if pair is _NOT_UTF8:
-        return RowError("invalid_unicode", f"row {k}: a string is not valid UTF-8", f"row-{k}")
-    rid = source_id(pair[0], k)
-    if rid is None:
-        return RowError("id_not_string", f"row {k}: the id is a {type(pair[0]).__name__}", f"row-{k}")
-    return rid, pair[1]
+        return RowError("invalid_unicode", f"row {k}: a string is not valid UTF-8", generated_id(k))
+    rid = source_id(pair[0], k, f"row {k}")
+    return rid if isinstance(rid, RowError) else (rid, pair[1])
 
 
 def _needs_plain(t: pa.DataType) -> bool:
@@ -359,11 +382,11 @@ class JsonLinesSource(Source):
                 out.append(RowError("invalid_json", f"line {n}: {e}", f"line-{n}"))
                 continue
             if not isinstance(row, dict):
-                out.append(RowError("row_not_object", f"line {n} is a JSON {type(row).__name__}", f"line-{n}"))
+                out.append(RowError("row_not_object", f"line {n} is a JSON {_json_type(row)}, not an object", f"line-{n}"))
                 continue
-            rid = source_id(row.get("id"), k)
-            if rid is None:
-                out.append(RowError("id_not_string", f"line {n}: the id is a JSON {_json_type(row['id'])}", f"line-{n}"))
+            rid = source_id(row.get("id"), k, f"line {n}", f"line-{n}")  # a JSONL row is named by its line
+            if isinstance(rid, RowError):
+                out.append(rid)
                 continue
             if _SURROGATE.search(rid):  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
                 out.append(RowError("invalid_unicode", f"line {n}: the id holds a lone surrogate", f"line-{n}"))
@@ -372,8 +395,13 @@ class JsonLinesSource(Source):
         return out
 
 
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
 def _json_type(value) -> str:
-    return {bool: "boolean", float: "number", list: "array", dict: "object"}.get(type(value), type(value).__name__)
+    return {bool: "boolean", float: "number", list: "array", dict: "object", str: "string", int: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)
 
 
 class ListSource(Source):
@@ -391,14 +419,14 @@ class ListSource(Source):
         for k in indices:
             row = self.rows[k]
             if not isinstance(row, dict):
-                out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}", f"row-{k}"))
+                out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}", generated_id(k)))
                 continue
-            rid = source_id(row.get("id"), k)
-            if rid is None:
-                out.append(RowError("id_not_string", f"row {k}: the id is a {_json_type(row['id'])}", f"row-{k}"))
+            rid = source_id(row.get("id"), k, f"row {k}")
+            if isinstance(rid, RowError):
+                out.append(rid)
                 continue
             if _SURROGATE.search(rid):
-                out.append(RowError("invalid_unicode", f"row {k}: the id holds a lone surrogate", f"row-{k}"))
+                out.append(RowError("invalid_unicode", f"row {k}: the id holds a lone surrogate", generated_id(k)))
                 continue
             out.append((rid, row.get("messages")))
         return out

@@ -242,6 +242,9 @@ BAD_LINES = [
      "id_not_string"),
     ("id-list", '{"id": ["bad-44"], "messages": [{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."}]}',
      "id_not_string"),
+    # the ids sftpack gives rows without one start with "sftpack:"; a real id there could be one of them
+    ("id-reserved", '{"id": "sftpack:source-row-0", "messages": [{"role": "user", "content": "Q?"}, '
+                    '{"role": "assistant", "content": "A."}]}', "id_reserved"),
 ]
 ALL_CASES = MALFORMED + BAD_LINES
 

