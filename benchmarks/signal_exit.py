@@ -34,6 +34,9 @@ import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+from processes import catches, session_members  # noqa: E402  (tools/processes.py)
+
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
 FINAL = {f"{NAME}.parquet", f"{NAME}.build.yaml"}
@@ -48,28 +51,10 @@ BARE = ("import signal, sys, time\n"
         "time.sleep(60)\n")
 
 
-def session_members(sid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid:
-                found.append(int(entry))
-    return found
-
-
 def handles_signals(pid: int) -> bool:
-    """Whether sftpack's handlers are installed (SIGTERM caught, per /proc): before that the signal meets Python's
-    own start-up (site, .pth files), which no code of sftpack's can handle."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
-    caught = int(status.split("SigCgt:", 1)[1].split()[0], 16)
-    return bool(caught >> (signal.SIGTERM - 1) & 1)
+    """Whether sftpack's handlers are installed (SIGTERM caught): before that the signal meets Python's own
+    start-up (site, .pth files), which no code of sftpack's can handle."""
+    return catches(pid, signal.SIGTERM) is not False
 
 
 def build(out: Path, rows: int, workers: int, log: Path) -> subprocess.Popen:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from processes import catches, session_members  # tools/processes.py
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "Qwen3.5-122B-A10B"
@@ -31,8 +32,9 @@ NAME = "qwen35-tulu3-fixed8192-v1"
 ROWS = 64
 FINAL = {f"{NAME}.parquet", f"{NAME}.build.yaml"}
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-# Seconds from the signal to the exit. Issue 16 asks for 2 s: alone a run exits within 0.5 s, but on the shared
-# 2-core machine a write's fsync or the CPU queue has stretched one to 2.1 s; 6 s still catches any hang.
+# Seconds from the signal to the exit. Issue 16 asks for 2 s, which benchmarks/signal_exit.py measures (no timed
+# tests): on the H200 host's 16 cores at most 0.42 s over 109 signals. On a shared 2-core machine a write's fsync
+# or the CPU queue has stretched one to 2.1 s, so this bound is 6 s: it still catches any hang.
 EXIT_LIMIT = 6.0
 HANG = 30.0  # past this a run counts as hung and is killed
 
@@ -77,12 +79,7 @@ class Run:
         return True
 
     def catches_sigterm(self) -> bool:
-        try:
-            status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        except OSError:
-            return False
-        caught = int(re.search(r"SigCgt:\s*([0-9a-f]+)", status).group(1), 16)
-        return bool(caught >> (signal.SIGTERM - 1) & 1)
+        return bool(catches(self.proc.pid, signal.SIGTERM))
 
     def finish(self) -> tuple[int, float]:
         """Exit code and seconds until the exit."""
@@ -103,20 +100,6 @@ class Run:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-
-
-def session_members(sid: int) -> list[int]:
-    """Live processes (zombies included) of session ``sid``, from /proc."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[3]) == sid:  # fields after the name: state ppid pgrp session ...
-                found.append(int(entry))
-    return found
 
 
 @pytest.fixture(scope="module")
