@@ -12,47 +12,16 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from sftpack import pipeline
-from sftpack.cli import main
-from sftpack.profiles import load_profile
 from sftpack.rows import read_all_provenance
-from sftpack.vocab_loading import load_vocab
+import cli_outcomes  # tests/cli_outcomes.py
+from cli_outcomes import cli, offline_vocab_fixture, one_error_line
 
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
 SEED = 42
 
 
-@pytest.fixture(scope="module", autouse=True)
-def offline_vocab():
-    vocab = load_vocab(load_profile(MODEL), hub=False)
-    real = pipeline.load_vocab
-
-    def cached(profile, tokenizer=None, **kwargs):
-        return vocab if profile.model == MODEL and tokenizer is None else real(profile, tokenizer, **kwargs)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(pipeline, "load_vocab", cached)
-        yield vocab
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_error_line(err: str, *needles: str) -> str:
-    assert "Traceback" not in err, err
-    lines = [l for l in err.split("\n") if l.strip() and not l.startswith("sftpack: warning:")]
-    assert len(lines) == 1 and lines[0].startswith("sftpack: error: "), lines
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
+offline_vocab = offline_vocab_fixture(MODEL)
 
 
 def conversation(i: int, **extra) -> dict:
@@ -71,7 +40,7 @@ def build(capsys, source, out, *extra, rows=2, row_tokens=256):
 
 
 def record_of(out: Path) -> dict:
-    return yaml.safe_load((out / f"{NAME}.build.yaml").read_text(encoding="utf-8"))
+    return cli_outcomes.record_of(out, NAME)
 
 
 def reached_in_walk(n: int, out: Path) -> np.ndarray:

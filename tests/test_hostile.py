@@ -12,62 +12,25 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
-from sftpack import pipeline
+import cli_outcomes  # tests/cli_outcomes.py
+from cli_outcomes import CONTROL, cli, offline_vocab_fixture, one_error_line
 from sftpack.cli import main
-from sftpack.profiles import load_profile
-from sftpack.vocab_loading import load_vocab
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
 FINAL = {f"{NAME}.parquet", f"{NAME}.build.yaml"}
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what a printable line never holds (\t allowed)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def offline_vocab():
-    """No hub probing; the offline vocabulary loaded once for the in-process builds."""
-    vocab = load_vocab(load_profile(MODEL), hub=False)
-    real = pipeline.load_vocab
-
-    def cached(profile, tokenizer=None, **kwargs):
-        return vocab if profile.model == MODEL and tokenizer is None else real(profile, tokenizer, **kwargs)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        mp.setattr(pipeline, "load_vocab", cached)
-        yield vocab
-
-
-def cli(capsys, *argv) -> tuple[int, str, str]:
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as e:
-        rc = e.code
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def one_error_line(err: str, *needles: str) -> str:
-    """The only line of stderr besides progress and warnings: printable, "sftpack: error: ...", with ``needles``."""
-    assert "Traceback" not in err, err
-    lines = [l for l in err.split("\n") if l.strip() and not l.startswith(("sftpack: warning:", "sftpack build:"))]
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("sftpack: error: "), lines
-    assert not CONTROL.search(lines[0]), repr(lines[0])
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
+offline_vocab = offline_vocab_fixture(MODEL)
 
 
 def conversation(i: int, words: int = 30) -> dict:
@@ -91,7 +54,7 @@ def assert_nothing_written(out: Path) -> None:
 
 
 def record_of(out: Path) -> dict:
-    return yaml.safe_load((out / f"{NAME}.build.yaml").read_text(encoding="utf-8"))
+    return cli_outcomes.record_of(out, NAME)
 
 
 # ----------------------------------------------------------------------------------------------------------
