@@ -37,6 +37,7 @@ from sftpack.profiles import load_profile
 from sftpack.vocab_loading import load_vocab
 
 from sftpack import pipeline  # noqa: E402
+from chat import a as A, s as S, u as U  # tests/chat.py
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "Qwen3.5-122B-A10B"
@@ -115,18 +116,6 @@ def write_in_walk_order(path: Path, rows: list, seed: int = SEED) -> list[int]:
 
 def good(i: int) -> dict:
     return {"id": f"good-{i}", "messages": [U(f"Question {i}?"), A(f"Answer number {i}.")], "source": "test"}
-
-
-def U(content):
-    return {"role": "user", "content": content}
-
-
-def A(content):
-    return {"role": "assistant", "content": content}
-
-
-def S(content):
-    return {"role": "system", "content": content}
 
 
 def build_argv(source, out, *extra, rows=1, row_tokens=32, workers=1) -> list[str]:

@@ -26,22 +26,11 @@ from sftpack.profiles import load_profile
 from sftpack.render import get_renderer
 from sftpack.render.deepseek_v4 import render
 from sftpack.vocab_loading import load_vocab
+from chat import a, s, u  # tests/chat.py
 
 MODEL, NAME = "DeepSeek-V4-Flash", "deepseek-v4-flash-tulu3-fixed8192-v1"
 BOS, EOS, USER, ASSISTANT = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"
 HEADER = ASSISTANT + "</think>"
-
-
-def u(content, **extra):
-    return {"role": "user", "content": content, **extra}
-
-
-def a(content, **extra):
-    return {"role": "assistant", "content": content, **extra}
-
-
-def s(content):
-    return {"role": "system", "content": content}
 
 
 def reference(messages) -> str:

@@ -36,20 +36,9 @@ from sftpack.encode import make_encoder
 from sftpack.profiles import load_profile
 from sftpack.rollout import RowSource
 from sftpack.vocab_loading import load_vocab
+from chat import a, s, u  # tests/chat.py
 
 FILLER = "\ue001"
-
-
-def u(content, **extra):
-    return {"role": "user", "content": content, **extra}
-
-
-def a(content, **extra):
-    return {"role": "assistant", "content": content, **extra}
-
-
-def s(content):
-    return {"role": "system", "content": content}
 
 
 @dataclass(frozen=True)

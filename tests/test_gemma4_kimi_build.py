@@ -41,22 +41,11 @@ from sftpack.profiles import load_profile
 from sftpack.source import SAMPLE_PATH
 from sftpack.vocab import HFVocab, TiktokenVocab, long_input_pieces
 from sftpack.vocab_loading import load_vocab
+from chat import a, s, u  # tests/chat.py
 
 GEMMA, KIMI = "Gemma-4-26B-A4B", "Kimi-K2.6"
 KIMI_N_RANKS = len(kimi_test_ranks())
 KIMI_IM_END = KIMI_N_RANKS + 2  # <|im_end|> is 163586 = 163584 + 2 in the real vocabulary
-
-
-def u(content, **extra):
-    return {"role": "user", "content": content, **extra}
-
-
-def a(content, **extra):
-    return {"role": "assistant", "content": content, **extra}
-
-
-def s(content):
-    return {"role": "system", "content": content}
 
 
 # --------------------------------------------------------------------------------------------------------

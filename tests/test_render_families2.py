@@ -13,18 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import jinja_render, official_template
 from sftpack.render import TemplateError, get_renderer
-
-
-def u(text, **extra):
-    return {"role": "user", "content": text, **extra}
-
-
-def a(text, **extra):
-    return {"role": "assistant", "content": text, **extra}
-
-
-def s(text):
-    return {"role": "system", "content": text}
+from chat import a, s, u  # tests/chat.py
 
 
 # family -> (template file, header per role, end of every turn, text before the first turn)

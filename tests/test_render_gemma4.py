@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from conftest import jinja_render, official_template
 from sftpack.render import TemplateError, get_renderer
 from sftpack.render.gemma4 import render
+from chat import a, s, u  # tests/chat.py
 
 HEADERS = {"system": "<|turn>system\n", "developer": "<|turn>system\n", "user": "<|turn>user\n",
            "assistant": "<|turn>model\n"}
@@ -45,18 +46,6 @@ def check(template: str, messages: list) -> None:
     rendered = render(messages)
     assert rendered.text == reference(template, messages)
     check_turns(messages, rendered)
-
-
-def u(content: str) -> dict:
-    return {"role": "user", "content": content}
-
-
-def a(content: str) -> dict:
-    return {"role": "assistant", "content": content}
-
-
-def s(content: str) -> dict:
-    return {"role": "system", "content": content}
 
 
 TRICKY = [

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from conftest import jinja_render, official_template
 from sftpack.render import TemplateError, get_renderer
 from sftpack.render.kimi import HEADERS, render
+from chat import a, s, u  # tests/chat.py
 
 K26 = "kimi_k26.kite1.0_renamed.jinja"
 K25 = "kimi_k25.miles_fixed.jinja"
@@ -18,18 +19,6 @@ TEMPLATES = (K26, K25)
 @pytest.fixture(scope="module")
 def templates():
     return {name: official_template(name) for name in TEMPLATES}
-
-
-def u(text):
-    return {"role": "user", "content": text}
-
-
-def a(text, **extra):
-    return {"role": "assistant", "content": text, **extra}
-
-
-def s(text):
-    return {"role": "system", "content": text}
 
 
 TRICKY = [
