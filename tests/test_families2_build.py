@@ -36,7 +36,7 @@ from sftpack.encode import make_encoder
 from sftpack.profiles import load_profile
 from sftpack.rollout import RowSource
 from sftpack.vocab_loading import load_vocab
-from chat import a, s, u  # tests/chat.py
+from chat import a, s, u, supervised_runs  # tests/chat.py
 
 FILLER = "\ue001"
 
@@ -143,19 +143,6 @@ def encoders(dirs):
         profile = load_profile(SPECS[family].model)
         out[family] = make_encoder(profile, load_vocab(profile, str(directory)))
     return out
-
-
-def supervised_runs(decode, ids, mask) -> list[str]:
-    runs, current = [], []
-    for token, flag in zip(np.asarray(ids).tolist(), np.asarray(mask).tolist()):
-        if flag:
-            current.append(token)
-        elif current:
-            runs.append(decode(current))
-            current = []
-    if current:
-        runs.append(decode(current))
-    return runs
 
 
 # --------------------------------------------------------------------------------------------------------

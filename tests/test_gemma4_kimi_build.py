@@ -41,7 +41,7 @@ from sftpack.profiles import load_profile
 from sftpack.source import SAMPLE_PATH
 from sftpack.vocab import HFVocab, TiktokenVocab, long_input_pieces
 from sftpack.vocab_loading import load_vocab
-from chat import a, s, u  # tests/chat.py
+from chat import a, s, u, supervised_runs  # tests/chat.py
 
 GEMMA, KIMI = "Gemma-4-26B-A4B", "Kimi-K2.6"
 KIMI_N_RANKS = len(kimi_test_ranks())
@@ -171,20 +171,6 @@ def encoders(families):
         profile = load_profile(fam.model)
         out[key] = make_encoder(profile, load_vocab(profile, str(fam.directory)))
     return out
-
-
-def supervised_runs(decode, ids, mask) -> list[str]:
-    """The decoded text of each maximal run of supervised tokens."""
-    runs, current = [], []
-    for token, flag in zip(np.asarray(ids).tolist(), np.asarray(mask).tolist()):
-        if flag:
-            current.append(token)
-        elif current:
-            runs.append(decode(current))
-            current = []
-    if current:
-        runs.append(decode(current))
-    return runs
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ render_conversation_for_training, the gpt_oss rule by hand, forged control text,
 from __future__ import annotations
 
 import datetime
-import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,6 +14,7 @@ from sftpack.encode import make_encoder
 from sftpack.profiles import load_mask_rule, load_profile
 from sftpack.render import TemplateError
 from sftpack.render.gpt_oss import make_renderer
+import chat  # tests/chat.py
 
 DATE = "2025-08-05"  # the date the gpt-oss profiles pin
 render = make_renderer(DATE)
@@ -156,24 +156,12 @@ def harmony_reference(harmony, messages) -> tuple[list[int], list[int]]:
     return tokens, mask
 
 
-def random_conversations(n: int, seed: int = 3) -> list:
-    rng = random.Random(seed)
-    words = ["the", "model", "東京", "naïve", "e\u0301", "😀", "x=1;", "\n", "\n\n", "  ", "def", "print()", "12345",
+WORDS = ["the", "model", "東京", "naïve", "e\u0301", "😀", "x=1;", "\n", "\n\n", "  ", "def", "print()", "12345",
              "Ответ", "العربية", "<think>", "</think>", "\t", "café", "don't", "final", "assistant"]
-    out = []
-    for _ in range(n):
-        messages = []
-        if rng.random() < 0.4:
-            messages.append({"role": "system", "content": " ".join(rng.choices(words, k=rng.randint(0, 12)))})
-        for _ in range(rng.randint(1, 4)):
-            messages.append({"role": "user", "content": " ".join(rng.choices(words, k=rng.randint(1, 30)))})
-            messages.append({"role": "assistant", "content": "".join(rng.choices(words, k=rng.randint(0, 60)))})
-            if rng.random() < 0.2:
-                messages[-1]["step_loss_mask"] = 0
-        if rng.random() < 0.2:
-            messages.append({"role": "user", "content": "a last user message"})
-        out.append(messages)
-    return out
+
+
+def random_conversations(n: int, seed: int = 3) -> list:
+    return chat.random_conversations(n, seed=seed, words=WORDS, p_system=0.4, p_last_user=0.2)
 
 
 def test_equals_openai_harmony_token_for_token(encoder, harmony):
@@ -185,17 +173,7 @@ def test_equals_openai_harmony_token_for_token(encoder, harmony):
 
 
 def supervised_runs(encoder, messages) -> list[str]:
-    ids, mask = encoder(messages)
-    runs, current = [], []
-    for token, m in zip(ids.tolist(), mask.tolist()):
-        if m:
-            current.append(token)
-        elif current:
-            runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
-    return [encoder.vocab.decode(r) for r in runs]
+    return chat.encoded_runs(encoder, messages)
 
 
 F = "<|channel|>final<|message|>"

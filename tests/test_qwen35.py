@@ -3,7 +3,6 @@ slime's qwen3_5 algorithm on the independent reference path (transformers + rebu
 
 from __future__ import annotations
 
-import random
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from sftpack.render import TemplateError
 from sftpack.render.qwen3_5 import render
 from sftpack.vocab import TiktokenVocab
 from sftpack.vocab_loading import load_vocab
+import chat  # tests/chat.py
 
 
 def conv(*pairs):
@@ -96,17 +96,7 @@ def encoder(offline_qwen) -> ConversationEncoder:
 
 def supervised_text(encoder, messages) -> list[str]:
     """Decoded runs of supervised tokens."""
-    ids, mask = encoder(messages)
-    runs, current = [], []
-    for token, m in zip(ids.tolist(), mask.tolist()):
-        if m:
-            current.append(token)
-        elif current:
-            runs.append(current)
-            current = []
-    if current:
-        runs.append(current)
-    return [encoder.vocab.decode(r) for r in runs]
+    return chat.encoded_runs(encoder, messages)
 
 
 # Token-level by design: the empty reasoning block renders "<think>\n\n</think>" and "\n\n" is ONE token whose
@@ -155,22 +145,12 @@ def test_rule_example_in_mask_file(encoder):
 
 
 # ------------------------------------------------------------------------------- slime reference equality
-def _random_conversations(n: int, seed: int = 7) -> list:
-    rng = random.Random(seed)
-    words = ["the", "model", "東京", "naïve", "e\u0301", "😀", "x=1;", "\n", "\n\n", "  ", "def", "print()", "42",
+WORDS = ["the", "model", "東京", "naïve", "e\u0301", "😀", "x=1;", "\n", "\n\n", "  ", "def", "print()", "42",
              "Ответ", "العربية", "<think>", "</think>", "\t", "café", "ﬁ"]
-    out = []
-    for _ in range(n):
-        messages = []
-        if rng.random() < 0.3:
-            messages.append({"role": "system", "content": " ".join(rng.choices(words, k=rng.randint(0, 12)))})
-        for _ in range(rng.randint(1, 4)):
-            messages.append({"role": "user", "content": " ".join(rng.choices(words, k=rng.randint(1, 30)))})
-            messages.append({"role": "assistant", "content": "".join(rng.choices(words, k=rng.randint(0, 60)))})
-            if rng.random() < 0.2:
-                messages[-1]["step_loss_mask"] = 0
-        out.append(messages)
-    return out
+
+
+def _random_conversations(n: int, seed: int = 7) -> list:
+    return chat.random_conversations(n, seed=seed, words=WORDS)
 
 
 def test_equals_slime_qwen3_5_token_for_token(encoder, qwen_hf_tokenizer):
