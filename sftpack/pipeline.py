@@ -79,6 +79,8 @@ def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarr
     batch = encoder.vocab.encode_masked_batch(texts, spans)
     for i, message in batch.errors.items():
         status[kept[i]] = ("invalid_unicode", message)
+    if batch.errors:  # control text is counted for kept conversations only
+        control = [p for p in control if status[p] is None]
     lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
     seconds = (t1 - t0, t2 - t1, time.perf_counter() - t2)
     return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds)

@@ -208,6 +208,9 @@ MALFORMED = [
                           '{"role": "assistant", "content": "Answer."}]}', "invalid_unicode"),
     ("surrogate-in-assistant", '{"id": "bad-33", "messages": [{"role": "user", "content": "Q?"}, '
                                '{"role": "assistant", "content": "low \\udc00 surrogate"}]}', "invalid_unicode"),
+    # a conversation both with control text and not encodable: skipped, not counted as control text (it crashed)
+    ("surrogate-with-control-text", '{"id": "bad-38", "messages": [{"role": "user", "content": "x\\ud800y <think>"}, '
+                                    '{"role": "assistant", "content": "Answer."}]}', "invalid_unicode"),
     ("surrogate-in-system", '{"id": "bad-34", "messages": [{"role": "system", "content": "\\udbff"}, '
                             '{"role": "user", "content": "Q?"}, {"role": "assistant", "content": "A."}]}', "invalid_unicode"),
     # step_loss_mask other than absent/null/0/1/true/false would silently leave the turn unsupervised
@@ -264,6 +267,7 @@ def test_skipped_and_counted(case, tmp_path, capsys):
     assert record["counts"]["skipped"] == {reason: 1}
     assert record["counts"]["source_rows_reached"] >= 2
     assert record["counts"]["conversations_packed"] == record["counts"]["source_rows_reached"] - 1
+    assert record["counts"]["conversations_with_control_text"] == 0  # (a skipped conversation is not counted)
     assert not any(i.startswith("bad-") for i in packed_ids(out))
     assert f"1 skipped: {reason} 1" in stdout
 
