@@ -32,7 +32,8 @@ SAMPLE_PATH = Path(__file__).resolve().parent / "data" / "tulu3_sample.parquet"
 # read into memory (the full Tulu 3 mixture is ~2.9 GB of Arrow).
 IN_MEMORY_PARQUET_BYTES = 256 << 20
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_WHITESPACE = np.array([9, 10, 13, 32], np.uint8)  # JSON's whitespace: a line of only these is not a row
+_SOLID = np.ones(256, bool)  # by byte value: not JSON whitespace (a line of only whitespace is not a row)
+_SOLID[[9, 10, 13, 32]] = False
 
 
 # Ids sftpack makes for rows without one live under this prefix, and a real id under it is skipped
@@ -344,8 +345,11 @@ class JsonLinesSource(Source):
         for offset in range(bom, size, self.BLOCK):
             block = np.frombuffer(self._read(offset, min(self.BLOCK, size - offset)), np.uint8)
             ends = np.flatnonzero(block == 10)
-            solid = np.concatenate(([0], np.cumsum(~np.isin(block, _WHITESPACE), dtype=np.int64)))
-            has = solid[np.append(ends, len(block))] > solid[np.concatenate(([0], ends + 1))]
+            starts = np.concatenate(([0], ends + 1))  # each line's bytes (and its newline) up to the next start
+            has = np.zeros(len(starts), bool)
+            inside = starts < len(block)  # (a block ending in a newline: the last line starts past it, empty)
+            if inside.any():
+                has[inside] = np.logical_or.reduceat(_SOLID[block], starts[inside])
             has[0] |= carry
             newlines.append(ends + offset)
             content.append(has[:-1])

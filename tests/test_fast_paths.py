@@ -164,3 +164,24 @@ def test_large_parquet_goes_through_the_datasets_arrow_cache(tmp_path, monkeypat
     indices = permutation(500, 2)[:200]
     expected = table.take(pa.array(indices)).select(["id", "messages"]).to_pylist()
     assert source.take(indices) == [(r["id"], r["messages"]) for r in expected]
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 5, 8, 64, 4 << 20])
+@pytest.mark.parametrize("text", [
+    b'{"a": 1}\n\n  \n{"b": 2}\r\n\t\n{"c": 3}',  # blank, whitespace-only, CRLF, no final newline
+    b'\xef\xbb\xbf{"a": 1}\n \n',  # a BOM, a whitespace-only last line
+    b'\n\n{"a": 1}\n\n',
+    b" \t \n",
+    b"",
+])
+def test_jsonl_line_scan_equals_a_plain_split_at_any_block_size(block, text, tmp_path, monkeypatch):
+    from sftpack.source import JsonLinesSource, SourceInfo
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(text)
+    monkeypatch.setattr(JsonLinesSource, "BLOCK", block)
+    source = JsonLinesSource(path, SourceInfo("s.jsonl", "file"))
+    body = text[3:] if text.startswith(b"\xef\xbb\xbf") else text
+    expected = [(n, line) for n, line in enumerate(body.split(b"\n"), 1) if line.strip(b" \t\r")]
+    got = [(int(n), text[s:e]) for n, s, e in zip(source.lines, source.starts, source.ends)]
+    assert got == expected
