@@ -52,9 +52,10 @@ def generated_id(k: int) -> str:
 
 def source_id(value, k: int, where: str, name: str | None = None) -> "str | RowError":
     """The id a row's ``id`` value gives: a string as is, an integer in decimal, :func:`generated_id` when
-    absent or null; a :class:`RowError` for anything else (a bool, float, list, object: ``id_not_string``) and
-    for a string under :data:`RESERVED_ID_PREFIX` (``id_reserved``). ``where`` names the row in the detail and
-    ``name`` (default: the generated id) in ``--strict``'s message.
+    absent or null; a :class:`RowError` for anything else (a bool, float, list, object: ``id_not_string``), for
+    a string under :data:`RESERVED_ID_PREFIX` (``id_reserved``) and for one holding a lone surrogate
+    (``invalid_unicode``). ``where`` names the row in the detail and ``name`` (default: the generated id) in
+    ``--strict``'s message.
 
     >>> source_id(7, 3, "row 3"), source_id(None, 3, "row 3")
     ('7', 'sftpack:source-row-3')
@@ -67,6 +68,8 @@ def source_id(value, k: int, where: str, name: str | None = None) -> "str | RowE
         if value.startswith(RESERVED_ID_PREFIX):
             return RowError("id_reserved", f"{where}: the id {value[:60]!r} starts with {RESERVED_ID_PREFIX!r}, "
                             "which sftpack keeps for the ids it gives rows without one", name or generated_id(k))
+        if _SURROGATE.search(value):  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
+            return RowError("invalid_unicode", f"{where}: the id holds a lone surrogate", name or generated_id(k))
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
@@ -392,9 +395,6 @@ class JsonLinesSource(Source):
             if isinstance(rid, RowError):
                 out.append(rid)
                 continue
-            if _SURROGATE.search(rid):  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
-                out.append(RowError("invalid_unicode", f"line {n}: the id holds a lone surrogate", f"line-{n}"))
-                continue
             out.append((rid, row.get("messages")))
         return out
 
@@ -428,9 +428,6 @@ class ListSource(Source):
             rid = source_id(row.get("id"), k, f"row {k}")
             if isinstance(rid, RowError):
                 out.append(rid)
-                continue
-            if _SURROGATE.search(rid):
-                out.append(RowError("invalid_unicode", f"row {k}: the id holds a lone surrogate", generated_id(k)))
                 continue
             out.append((rid, row.get("messages")))
         return out
