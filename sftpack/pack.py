@@ -14,6 +14,7 @@ pulls them all (``--rows all``): the partial last row is then dropped and its si
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -38,7 +39,7 @@ class Row:
     loss_mask: np.ndarray  # uint8 0/1, row_tokens
     pieces: list[Piece] = field(default_factory=list)
 
-    @property
+    @cached_property  # read by the sink, the writer and the supervised_tokens column: summed once
     def supervised(self) -> int:
         return int(self.loss_mask.sum())
 
