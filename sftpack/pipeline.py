@@ -13,7 +13,6 @@ import time
 from collections import Counter, deque
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np

@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from .errors import UsageError
-from .safe_yaml import MAX_BYTES, SafeLoader, load_text
+from .safe_yaml import load_file, load_text
 
 
 @dataclass
@@ -143,10 +143,10 @@ class BuildRecord(_Section, Mapping):
         return yaml.dump(self.to_dict(), Dumper=_RecordDumper, sort_keys=False, allow_unicode=True, width=120)
 
     @classmethod
-    def from_yaml(cls, text: str, *, where: str = "build record", partial: bool = False, loader=SafeLoader):
+    def from_yaml(cls, text: str, *, where: str = "build record", partial: bool = False):
         """A record read back; ``partial``: absent keys are None (a hand-edited or foreign record). The YAML is
         read with :mod:`sftpack.safe_yaml`'s limits (a record beside a rows file may be hostile)."""
-        return cls.from_dict(load_text(text, where, loader), where, partial)
+        return cls.from_dict(load_text(text, where), where, partial)
 
 
 _SECTIONS = {"dataset": DatasetInfo, "counts": Counts}
@@ -177,10 +177,8 @@ def read_record_beside(parquet) -> BuildRecord | None:
     readable one (``inspect`` only wants a hint from it)."""
     path = record_path_beside(parquet)
     try:
-        if path.stat().st_size > MAX_BYTES:
-            return None
-        return BuildRecord.from_yaml(path.read_text(encoding="utf-8"), where=str(path), partial=True)
-    except (OSError, UnicodeDecodeError, UsageError):
+        return BuildRecord.from_dict(load_file(path), str(path), partial=True)
+    except UsageError:  # absent, unreadable, too large, hostile or not a record
         return None
 
 
