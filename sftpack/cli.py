@@ -11,7 +11,7 @@ import sys
 import traceback
 
 from . import interrupts
-from .config import add_arguments, from_arguments
+from .config import add_arguments, from_arguments, sftpack_version
 from .errors import CheckFailed, UsageError, one_line
 
 
@@ -32,8 +32,11 @@ def _add_build(sub) -> None:
 def cmd_build(args) -> int:
     from .pipeline import build
 
-    record = build(from_arguments(args))
-    print(summary(record, args.out))
+    from .rowformats import get_row_format
+
+    config = from_arguments(args)
+    record = build(config)
+    print(summary(record, args.out, get_row_format(config.format).suffix))
     late = interrupts.late_signal()
     if late:
         print(f"sftpack: {signal.Signals(late).name} arrived after the outputs were in place: the build is complete",
@@ -41,13 +44,13 @@ def cmd_build(args) -> int:
     return 0
 
 
-def summary(record, out: str) -> str:
+def summary(record, out: str, suffix: str = ".parquet") -> str:
     """The one-screen summary printed after a build (of a :class:`~sftpack.record.BuildRecord`)."""
     counts = record.counts
     skipped = counts.skipped
     lines = [
         f"built {record.rows} rows x {record.row_tokens} tokens  ({record.name}, loss mask {record.loss_mask})",
-        f"  parquet       {os.path.join(out, record.name + '.parquet')}  ({record.parquet_bytes:,} bytes)",
+        f"  parquet       {os.path.join(out, record.name + suffix)}  ({record.parquet_bytes:,} bytes)",
         f"  build record  {os.path.join(out, record.name + '.build.yaml')}",
         f"  rows_sha256   {record.rows_sha256}",
         f"  parquet_sha256 {record.parquet_sha256}",
@@ -309,13 +312,7 @@ COMMANDS = [_add_build, _add_models, _add_hash, _add_encode, _add_verify, _add_i
 
 def make_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sftpack", description="Build, verify and feed fixed-length packed SFT rows.")
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        v = version("sftpack")
-    except PackageNotFoundError:
-        v = "source checkout"
-    parser.add_argument("--version", action="version", version=f"sftpack {v}")
+    parser.add_argument("--version", action="version", version=f"sftpack {sftpack_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for add in COMMANDS:

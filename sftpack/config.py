@@ -28,6 +28,17 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from .errors import UsageError
 
+
+def sftpack_version() -> str:
+    """The installed package's version ("source checkout" when run from a checkout without an install)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sftpack")
+    except PackageNotFoundError:
+        return "source checkout"
+
+
 MAX_ROW_TOKENS = 1 << 24  # provenance offsets are int32; a 16M-token row is already far past any trainer
 MAX_WORKERS = 256
 # Used when neither the option nor the profile's `defaults:` gives a value (the recipe workload's figures).

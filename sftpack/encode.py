@@ -142,8 +142,7 @@ def check_markers(profile: Profile, vocab: Vocab) -> None:
     """Refuse a tokenizer without the family's header and end-of-turn markers as special tokens (another
     family's tokenizer): the markers would be tokenized as plain text, and the rows would be silently wrong."""
     rule = profile.rule
-    ends = rule.end_of_turn if isinstance(rule.end_of_turn, (tuple, list)) else (rule.end_of_turn,)
-    wanted = {m for text in (*rule.header.split("{name}"), *ends) for m in _MARKER.findall(text)}
+    wanted = {m for text in (*rule.header.split("{name}"), *rule.end_markers) for m in _MARKER.findall(text)}
     missing = sorted(m for m in wanted if m not in vocab.special_tokens)
     if missing:
         raise UsageError(

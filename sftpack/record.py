@@ -15,12 +15,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from .config import sftpack_version
 from .errors import UsageError
 from .safe_yaml import load_file, load_text
 
@@ -180,13 +181,6 @@ def read_record_beside(parquet) -> BuildRecord | None:
         return BuildRecord.from_dict(load_file(path), str(path), partial=True)
     except UsageError:  # absent, unreadable, too large, hostile or not a record
         return None
-
-
-def sftpack_version() -> str:
-    try:
-        return version("sftpack")
-    except PackageNotFoundError:
-        return "source checkout"
 
 
 def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_tokens: int, seed: int,

@@ -104,3 +104,13 @@ def test_a_newer_format_version_is_refused_by_any_reader(toy_format, tmp_path):
     path.write_bytes(json.dumps({"format": "9", "row_tokens": 2, "build": "x", "provenance": []}).encode() + b"\n")
     with pytest.raises(UsageError, match="rows format 9 is not one this sftpack reads"):
         open_rows_file(path)
+
+
+def test_the_build_summary_names_the_file_of_the_format_built(toy_format, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "toy"
+    assert main(["build", "--model", MODEL, "--source", "sample", "--rows", "2", "--row-tokens", "256", "--out",
+                 str(out), "--format", "toy", "--workers", "1", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    (written,) = [p for p in out.iterdir() if p.name.endswith(".toyrows")]
+    assert f"  parquet       {written}  (" in printed and ".parquet" not in printed
