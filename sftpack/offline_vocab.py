@@ -12,11 +12,13 @@ and ``pinned`` stays false.
 from __future__ import annotations
 
 import binascii
+import hashlib
 import os
-import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 from .errors import UsageError
+from .vocab_loading import reachable
 from .vocab import TiktokenVocab, VocabInfo, check_special_ids, reconstructed, sha256_file
 
 # Qwen3's added tokens, ids 151643.. in this order (Qwen2.5's 22 plus <tool_response>, </tool_response>, <think>,
@@ -58,7 +60,7 @@ def load_offline_qwen3(eos_token: str = "<|im_end|>") -> TiktokenVocab:
 # sha1 of the URL, and checked against expected_hash) plus the harmony special tokens.
 O200K_BASE_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K_BASE_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
-O200K_BASE_CACHE_KEY = "fb374d419588a4632f3f557e76b4b70aebbca790"  # hashlib.sha1(O200K_BASE_URL.encode()).hexdigest()
+O200K_BASE_CACHE_KEY = hashlib.sha1(O200K_BASE_URL.encode()).hexdigest()  # tiktoken's cache file name for it
 
 
 def tiktoken_cache_dir() -> str:
@@ -76,15 +78,6 @@ def _cached_o200k_ok(path: Path) -> bool:
     return path.is_file() and sha256_file(path) == O200K_BASE_SHA256
 
 
-def _reachable(host: str, timeout: float = 3.0) -> bool:
-    # tiktoken's download has no timeout: a quick check first, so that an offline build fails at once.
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
 def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
     """gpt-oss's vocabulary: tiktoken's ``o200k_harmony``. Offline without the cached rank file this is one
     clear error saying which file to put where."""
@@ -93,8 +86,11 @@ def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
     import tiktoken
 
     cache = tiktoken_cache_dir()
-    cached = Path(cache) / O200K_BASE_CACHE_KEY if cache else None
-    if not (cached is not None and _cached_o200k_ok(cached)) and not _reachable("openaipublic.blob.core.windows.net"):
+    if not cache:  # tiktoken then downloads the file and uses it without checking its sha256
+        raise UsageError("TIKTOKEN_CACHE_DIR is empty, which turns off tiktoken's cache and with it the sha256 check "
+                         "of o200k_base.tiktoken (the gpt-oss vocabulary): set it to a directory, or unset it")
+    cached = Path(cache) / O200K_BASE_CACHE_KEY
+    if not _cached_o200k_ok(cached) and not reachable(urlparse(O200K_BASE_URL).hostname):
         raise UsageError(
             f"the gpt-oss vocabulary (tiktoken o200k_harmony) needs o200k_base.tiktoken (sha256 {O200K_BASE_SHA256}) "
             f"and tiktoken cannot download it offline: put that file at $TIKTOKEN_CACHE_DIR/{O200K_BASE_CACHE_KEY} "
@@ -117,11 +113,8 @@ def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
     check_special_ids(specials, "o200k_harmony", (("<|return|>", 200002), ("<|channel|>", 200005), ("<|start|>", 200006),
                                                   ("<|end|>", 200007), ("<|message|>", 200008), ("<|call|>", 200012)),
                       package="tiktoken")
-    files = {}
-    if cached is not None and cached.is_file():
-        files["tiktoken:o200k_base.tiktoken"] = sha256_file(cached)
-    else:  # cache disabled (TIKTOKEN_CACHE_DIR=""): tiktoken checked the downloaded bytes against expected_hash
-        files["tiktoken:o200k_base.tiktoken"] = O200K_BASE_SHA256
+    # With its cache on, tiktoken returned ranks whose file matched its expected sha256 (cached or downloaded).
+    files = {"tiktoken:o200k_base.tiktoken": O200K_BASE_SHA256}
     info = VocabInfo(
         description=f"tiktoken {version('tiktoken')} o200k_harmony (o200k_base.tiktoken checked against tiktoken's "
         "expected sha256 + the harmony special tokens); NOT the hub tokenizer.json",

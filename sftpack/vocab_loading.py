@@ -63,8 +63,13 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
         return False
     host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    return reachable(host, timeout)
+
+
+def reachable(host: str, timeout: float = 3.0) -> bool:
+    """Whether ``host``'s port 443 answers within ``timeout`` (downloads that have no timeout of their own would
+    hang offline)."""
     try:  # the timeout is this connection's own: the process-wide socket default is never touched
-        socket.getaddrinfo(host, 443)
         with socket.create_connection((host, 443), timeout=timeout):
             return True
     except OSError:

@@ -272,7 +272,7 @@ def test_offline_without_the_rank_file_is_one_clear_line(tmp_path, monkeypatch, 
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
-    monkeypatch.setattr(offline_vocab, "_reachable", lambda host, timeout=3.0: False)  # as on a machine without network
+    monkeypatch.setattr(offline_vocab, "reachable", lambda host, timeout=3.0: False)  # as on a machine without network
     code = main(["build", "--model", "gpt-oss-20b", "--source", "sample", "--rows", "1", "--out", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
@@ -289,6 +289,27 @@ def test_a_corrupt_cached_rank_file_is_refused(tmp_path, monkeypatch):
     cache.mkdir()
     (cache / offline_vocab.O200K_BASE_CACHE_KEY).write_bytes(b"not the ranks\n")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    monkeypatch.setattr(offline_vocab, "_reachable", lambda host, timeout=3.0: False)
+    monkeypatch.setattr(offline_vocab, "reachable", lambda host, timeout=3.0: False)
     with pytest.raises(UsageError, match="TIKTOKEN_CACHE_DIR"):
         offline_vocab.load_o200k_harmony()
+
+
+def test_an_empty_tiktoken_cache_dir_is_refused_since_tiktoken_would_not_check_the_file(monkeypatch):
+    from sftpack import offline_vocab
+    from sftpack.errors import UsageError
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken: caching off, and read_file_cached checks no hash then
+    monkeypatch.setattr(offline_vocab, "reachable", lambda host, timeout=3.0: pytest.fail("nothing may be fetched"))
+    with pytest.raises(UsageError, match=r"^TIKTOKEN_CACHE_DIR is empty.*sha256 check"):
+        offline_vocab.load_o200k_harmony()
+
+
+def test_the_record_names_the_rank_file_tiktoken_checked(encoder):
+    import inspect
+    import re
+
+    from tiktoken_ext.openai_public import o200k_base
+
+    # tiktoken's own expected_hash for the file (what its loader checked), not sftpack's constant
+    expected = re.search(r'expected_hash="([0-9a-f]{64})"', inspect.getsource(o200k_base)).group(1)
+    assert encoder.vocab.info.files == {"tiktoken:o200k_base.tiktoken": expected}
