@@ -47,6 +47,21 @@ class Rendered:
 Renderer = Callable[[list], Rendered]
 
 
+def split_reasoning(content: str) -> tuple[str, str]:
+    """The chat templates' split of an assistant content at ``</think>`` (Qwen3, Qwen3.5, GLM, MiniMax), step for
+    step: reasoning is the text before the first ``</think>`` after the last ``<think>`` in it, outer newlines
+    removed; the answer is the text after the last ``</think>``, leading newlines removed. No ``</think>``:
+    ``("", content)``.
+
+    >>> split_reasoning("<think>\\nhm\\n</think>\\n\\nYo"), split_reasoning("Yo")
+    (('hm', 'Yo'), ('', 'Yo'))
+    """
+    if "</think>" not in content:
+        return "", content
+    reasoning = content.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
+    return reasoning, content.split("</think>")[-1].lstrip("\n")
+
+
 class TurnWriter:
     """The bookkeeping every renderer shares: text written so far and where each turn lies in it.
 

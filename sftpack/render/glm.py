@@ -27,18 +27,10 @@ leading newlines removed) and written as
 
 from __future__ import annotations
 
-from . import Rendered, TemplateError, Turn
+from . import Rendered, TemplateError, Turn, split_reasoning
 
 PREFIX = "[gMASK]<sop>"
 ROLE_TOKENS = {"system": "<|system|>", "user": "<|user|>", "assistant": "<|assistant|>"}
-
-
-def split_reasoning(content: str) -> tuple[str, str]:
-    """The templates' split of an assistant content into (reasoning, answer), step for step."""
-    if "</think>" not in content:
-        return "", content
-    reasoning = content.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
-    return reasoning, content.split("</think>")[-1].lstrip("\n")
 
 
 def _assistant_glm4_5(content: str, keeps_reasoning: bool) -> str:

@@ -21,19 +21,10 @@ assistant." - then every turn is ``]~b]{role}\\n`` + content + ``[e~[\\n`` with 
 
 from __future__ import annotations
 
-from . import Rendered, TemplateError, TurnWriter
+from . import Rendered, TemplateError, TurnWriter, split_reasoning
 
 BOS, ROLE_START, TURN_END = "]~!b[", "]~b]", "[e~["
 DEFAULT_SYSTEM = "You are a helpful assistant."
-ROLE_NAMES = {"user": "user", "assistant": "ai"}
-
-
-def split_reasoning(content: str) -> tuple[str, str]:
-    """The template's split of an assistant content into (reasoning, answer), step for step."""
-    if "</think>" not in content:
-        return "", content
-    reasoning = content.split("</think>")[0].strip("\n").split("<think>")[-1].strip("\n")
-    return reasoning, content.split("</think>")[-1].strip("\n")
 
 
 def render(messages: list) -> Rendered:
@@ -58,6 +49,8 @@ def render(messages: list) -> Rendered:
             writer.turn(index, role, ROLE_START + "user\n", content + TURN_END + "\n")
         elif role == "assistant":
             reasoning, answer = split_reasoning(content)
+            if "</think>" in content:  # this template also strips the answer's trailing newlines
+                answer = answer.rstrip("\n")
             body = ("<think>\n" + reasoning + "\n</think>\n\n" if reasoning and offset > last_user else "") + answer
             writer.turn(index, role, ROLE_START + "ai\n", body + TURN_END + "\n")
         else:

@@ -13,7 +13,7 @@ message or carries reasoning.
 
 from __future__ import annotations
 
-from . import Rendered, TemplateError, TurnWriter
+from . import Rendered, TemplateError, TurnWriter, split_reasoning
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
@@ -44,10 +44,7 @@ def render(messages: list) -> Rendered:
         if role in ("system", "user"):  # a later system message is written like a user turn
             emit(index, role, IM_START + role + "\n", content + IM_END + "\n")
         elif role == "assistant":
-            reasoning = ""
-            if "</think>" in content:
-                reasoning = content.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
-                content = content.split("</think>")[-1].lstrip("\n")
+            reasoning, content = split_reasoning(content)
             if index > last_query and (index == last or reasoning):
                 body = "<think>\n" + reasoning.strip("\n") + "\n</think>\n\n" + content.lstrip("\n")
             else:

@@ -9,7 +9,7 @@ Byte-identical to ``qwen3_5.jinja`` rendered by transformers on conversations of
 
 from __future__ import annotations
 
-from . import Rendered, TemplateError, TurnWriter
+from . import Rendered, TemplateError, TurnWriter, split_reasoning
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
@@ -43,10 +43,7 @@ def render(messages: list) -> Rendered:
         elif role == "user":
             emit(index, role, IM_START + "user\n", content + IM_END + "\n")
         elif role == "assistant":
-            reasoning = ""
-            if "</think>" in content:
-                reasoning = content.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
-                content = content.split("</think>")[-1].lstrip("\n")
+            reasoning, content = split_reasoning(content)
             reasoning = reasoning.strip()
             if index > last_query:
                 body = "<think>\n" + reasoning + "\n</think>\n\n" + content
