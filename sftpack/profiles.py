@@ -216,19 +216,17 @@ def load_profile(model: str) -> Profile:
 def _check_template_options(options: dict, allowed: tuple, path: Path) -> dict:
     """A family's renderer options: exactly the ones it takes (gpt_oss: ``date``, which it must be given: the
     template reads the clock, the rows must not)."""
-    import datetime
-
     for name in options:
         if name not in allowed:
             raise UsageError(f"{path}: unknown key 'template_options.{name}' (allowed: {', '.join(allowed) or 'none for this family'})")
     for name in allowed:
         if name not in options:
             raise UsageError(f"{path}: key 'template_options.{name}' is missing (the renderer needs it)")
-    if "date" in options:
+    if "date" in options:  # (gpt-oss) the renderer's own check, named as the profile's key here
+        from .render.gpt_oss import check_date
+
         try:
-            ok = datetime.date.fromisoformat(options["date"]).strftime("%Y-%m-%d") == options["date"]
+            check_date(options["date"])
         except ValueError:
-            ok = False
-        if not ok:
-            raise UsageError(f"{path}: key 'template_options.date': expected YYYY-MM-DD, got {options['date']!r}")
+            raise UsageError(f"{path}: key 'template_options.date': expected YYYY-MM-DD, got {options['date']!r}") from None
     return dict(options)

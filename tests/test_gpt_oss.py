@@ -4,6 +4,7 @@ render_conversation_for_training, the gpt_oss rule by hand, forged control text,
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -313,3 +314,16 @@ def test_the_record_names_the_rank_file_tiktoken_checked(encoder):
     # tiktoken's own expected_hash for the file (what its loader checked), not sftpack's constant
     expected = re.search(r'expected_hash="([0-9a-f]{64})"', inspect.getsource(o200k_base)).group(1)
     assert encoder.vocab.info.files == {"tiktoken:o200k_base.tiktoken": expected}
+
+
+@pytest.mark.parametrize("date", ["2025-8-5", "2025-02-30", "soon"])
+def test_a_profile_date_that_is_not_yyyy_mm_dd_is_one_line(date, tmp_path, capsys):
+    from sftpack.cli import main
+
+    shipped = (Path(__file__).resolve().parent.parent / "configs" / "gpt-oss-20b.yaml").read_text(encoding="utf-8")
+    assert "2025-08-05" in shipped
+    path = tmp_path / "gpt-oss-bad.yaml"
+    path.write_text(shipped.replace("2025-08-05", date), encoding="utf-8")
+    assert main(["build", "--model", str(path), "--source", "sample", "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"sftpack: error: {path}: key 'template_options.date': expected YYYY-MM-DD, got {date!r}\n"
