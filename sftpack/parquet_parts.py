@@ -78,23 +78,10 @@ class Stitcher:
         self._write(body)
 
     def close(self) -> None:
-        meta = [list(f) for f in self._template]
-        for f in meta:
-            if f[0] == _FILE_NUM_ROWS:
-                f[2] = self.rows
-        out = bytearray()
-        last = 0
-        for fid, ftype, value in meta:
-            if fid == _FILE_ROW_GROUPS:
-                _field_header(out, fid - last, fid, _LIST)
-                _list_header(out, len(self._groups), _STRUCT)
-                out += b"".join(self._groups)
-            else:
-                _field_header(out, fid - last, fid, ftype if ftype not in (_TRUE, _FALSE) else (_TRUE if value else _FALSE))
-                _value(out, ftype, value)
-            last = fid
-        out.append(0)
-        self._write(bytes(out))
+        # The empty file's footer, with the row count and every part's (already encoded, shifted) row groups.
+        replace = {_FILE_NUM_ROWS: self.rows, _FILE_ROW_GROUPS: (_STRUCT, self._groups)}
+        out = _encode_struct([(fid, ftype, replace.get(fid, value)) for fid, ftype, value in self._template])
+        self._write(out)
         self._write(struct.pack("<I", len(out)) + MAGIC)
 
 
@@ -244,7 +231,10 @@ def _value(out: bytearray, ftype: int, value) -> None:
         for v in values:
             _value(out, etype, v)
     elif ftype == _STRUCT:
-        _encode_into(out, value)
+        if isinstance(value, bytes):  # a struct encoded earlier (the stitched row groups)
+            out += value
+        else:
+            _encode_into(out, value)
 
 
 def _encode_into(out: bytearray, fields: list) -> None:
