@@ -237,8 +237,7 @@ def cmd_diff(args) -> int:
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
     else:
-        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        print(format_diff(result, color=color))
+        print(format_diff(result, color=_use_color(args)))
     return result["exit"]
 
 
@@ -268,8 +267,7 @@ def cmd_inspect(args) -> int:
     if args.json:
         print(json.dumps(view, ensure_ascii=False))
     else:
-        color = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
-        print(inspection.format_row(view, color=color))
+        print(inspection.format_row(view, color=_use_color(args)))
     return 0
 
 
@@ -305,6 +303,11 @@ def cmd_loss(args) -> int:
                           device_map=args.device_map, max_memory=args.max_memory, compile=args.compile)
     print(json.dumps(result, indent=2) if args.json else format_result(result))
     return 0
+
+
+def _use_color(args) -> bool:
+    """``--color``: always, never, or auto (when stdout is a terminal)."""
+    return args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
 
 
 COMMANDS = [_add_build, _add_models, _add_hash, _add_encode, _add_verify, _add_inspect, _add_diff, _add_loss]
