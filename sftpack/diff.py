@@ -260,26 +260,16 @@ MARK = "▶"  # where the first difference is, in the decoded text
 
 
 def _decoded_text(window: dict, color: bool) -> str:
-    """A decoded window as ``inspect --row`` shows a row: a line at each conversation start, supervised text in
-    ⟦…⟧ (or green), ⟨EOS⟩ visible, and ``MARK`` at the first difference."""
-    from .inspection import ANSI, SUPERVISED_CLOSE, SUPERVISED_OPEN
+    """A decoded window as ``inspect --row`` shows a row (its renderer: content and ids escaped), with a line at
+    each conversation start and ``MARK`` at the first difference."""
+    from .inspection import render_segments
 
-    def paint(text, style):
-        return f"{ANSI[style]}{text}{ANSI['reset']}" if color else text
+    def heading(seg):
+        conversation = window["boundaries"].get(str(seg["start"]))
+        return None if conversation is None else (conversation, "")
 
     text = "" if window["start"] in map(int, window["boundaries"]) else "…"
-    for seg in window["segments"]:
-        if seg["start"] == window["difference_at"]:
-            text += paint(MARK, "boundary")
-        conv = window["boundaries"].get(str(seg["start"])) if seg["kind"] == "conversation" else None
-        if conv is not None:
-            text += ("" if not text or text.endswith("\n") else "\n") + paint(f"── conversation {conv} ──", "boundary") + "\n"
-        if seg["kind"] == "eos":
-            text += ("" if not text or text.endswith("\n") else "\n") + paint(f"⟨EOS {seg['text']}⟩", "eos") + "\n"
-        elif seg["supervised"]:
-            text += paint(seg["text"], "supervised") if color else f"{SUPERVISED_OPEN}{seg['text']}{SUPERVISED_CLOSE}"
-        else:
-            text += seg["text"]
+    text = render_segments(window["segments"], color, heading, text, mark=(window["difference_at"], MARK))
     return text.rstrip("\n") + "…"
 
 
@@ -291,7 +281,10 @@ def _pieces_line(pieces) -> str:
 
 
 def format_diff(result: dict, color: bool = False) -> str:
-    """The report ``sftpack diff`` prints."""
+    """The report ``sftpack diff`` prints. Paths, build names, ids and token texts come from the files: every
+    line that holds them goes through inspect's ``escape`` (the decoded text through its renderer)."""
+    from .inspection import escape
+
     a, b, counts = result["a"], result["b"], result["counts"]
     lines = ["sftpack diff"]
     for label, s in (("A", a), ("B", b)):
@@ -304,7 +297,7 @@ def format_diff(result: dict, color: bool = False) -> str:
     first, cause = result["first"], result["cause"]
     if result["identical"]:
         lines.append("IDENTICAL: every row's tokens and loss mask are the same")
-        return "\n".join(lines)
+        return "\n".join(map(escape, lines))
     if first.get("what") == "row count":
         lines.append(f"  first difference  row {first['row']:,}: it exists in one file only")
     else:
@@ -320,13 +313,14 @@ def format_diff(result: dict, color: bool = False) -> str:
     lines.append(f"  cause             {cause['cause']}: {cause['summary']}")
     lines += [f"    evidence        {e}" for e in cause["evidence"]]
     lines += [f"    cannot tell     {e}" for e in cause.get("cannot_tell", [])]
+    lines = [escape(line) for line in lines]  # before the decoded windows, whose markers are the renderer's own
     for label, window in (first.get("decoded") or {}).items():
         if "note" in window:
-            lines.append(f"  {label} decoded: {window['note']}")
+            lines.append(escape(f"  {label} decoded: {window['note']}"))
             continue
         lines += ["", f"  {label}, row {first['row']:,} tokens {window['start']:,}..{window['end']:,} ({MARK} = the first "
                   "difference; supervised " + ("in green" if color else "in ⟦…⟧") + ")", _decoded_text(window, color)]
-    lines += ["", f"DIFFERENT: {cause['cause']} - {cause['summary']}"]
+    lines += ["", escape(f"DIFFERENT: {cause['cause']} - {cause['summary']}")]
     return "\n".join(lines)
 
 

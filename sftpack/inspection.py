@@ -156,50 +156,62 @@ def _segments(tokens, mask, pieces, eos, vocab) -> list[dict]:
     return out
 
 
+def _paint(text: str, style: str, color: bool) -> str:
+    return f"{ANSI[style]}{text}{ANSI['reset']}" if color else text
+
+
+def render_segments(segments, color: bool, heading, text: str = "", mark=None) -> str:
+    """Decoded ``segments`` (from ``_segments``) as text, content and ids through ``escape``: a boundary line
+    ``── conversation ID (DETAIL) ──`` before a segment for which ``heading(segment)`` gives ``(id, detail)``
+    (detail may be empty), each EOS on a line of its own as ``⟨EOS …⟩``, supervised runs green or in ``⟦…⟧``,
+    an id the tokenizer does not know as ``⟨id N: not in the tokenizer⟩``; ``mark = (position, text)`` paints
+    ``text`` before the segment that starts there. One renderer for inspect and diff, so that row content
+    reaches the terminal escaped in both (issue 16 item 9)."""
+
+    def newline(text: str) -> str:
+        return text if not text or text.endswith("\n") else text + "\n"
+
+    for seg in segments:
+        if mark is not None and seg["start"] == mark[0]:
+            text += _paint(mark[1], "boundary", color)
+        head = heading(seg) if seg["kind"] == "conversation" else None
+        if head is not None:
+            conversation, detail = head
+            line = f"── conversation {escape(str(conversation))}" + (f" ({detail})" if detail else "") + " ──"
+            text = newline(text) + _paint(line, "boundary", color) + "\n"
+        shown = escape(seg["text"]) if "unknown_id" not in seg else f"⟨id {seg['unknown_id']}: not in the tokenizer⟩"
+        if seg["kind"] == "eos":
+            text = newline(text) + _paint(f"⟨EOS {shown}⟩", "eos", color) + "\n"
+        elif seg["supervised"]:
+            text += _paint(shown, "supervised", color) if color else f"{SUPERVISED_OPEN}{shown}{SUPERVISED_CLOSE}"
+        else:
+            text += shown
+    return text
+
+
 def format_row(view: dict, color: bool = False) -> str:
     """The row as text: boundary lines, supervised spans highlighted, EOS visible."""
     if "segments" not in view:
         raise UsageError("decoding the row needs a tokenizer: pass --model NAME or --tokenizer PATH")
-
-    def paint(text: str, style: str) -> str:
-        return f"{ANSI[style]}{text}{ANSI['reset']}" if color else text
-
     width, sup = view["row_tokens"], view["supervised_tokens"]
     header = (f"row {view['row']} of {view['rows']} · {escape(view['build'] or 'unnamed build')} · {width} tokens · "
               f"{sup} supervised ({sup / width:.1%}) · {len(view['pieces'])} conversation piece(s)")
-    legend = ("supervised tokens in " + (paint("green", "supervised") if color else f"{SUPERVISED_OPEN}…{SUPERVISED_CLOSE}")
+    legend = ("supervised tokens in " + (_paint("green", "supervised", color) if color else f"{SUPERVISED_OPEN}…{SUPERVISED_CLOSE}")
               + f"; ⟨EOS⟩ = the separator between conversations; token ranges a..b are half-open")
-    out = [header, legend]
     starts = {p["start"]: p for p in view["pieces"]}
-    text = ""
 
-    def newline():
-        nonlocal text
-        if text and not text.endswith("\n"):
-            text += "\n"
+    def heading(seg):
+        piece = starts.pop(seg["start"], None)  # once per piece
+        if piece is None:
+            return None
+        notes = []
+        if piece["continued"]:
+            notes.append(f"continues from offset {piece['offset']}")
+        if piece["continues_in_next_row"]:
+            notes.append(f"continues in row {view['row'] + 1}")
+        return piece["conversation"], f"tokens {piece['start']}..{piece['end']}" + "".join(f", {n}" for n in notes)
 
-    for seg in view["segments"]:
-        piece = starts.get(seg["start"]) if seg["kind"] == "conversation" else None
-        if piece is not None:
-            newline()
-            notes = []
-            if piece["continued"]:
-                notes.append(f"continues from offset {piece['offset']}")
-            if piece["continues_in_next_row"]:
-                notes.append(f"continues in row {view['row'] + 1}")
-            detail = f"tokens {piece['start']}..{piece['end']}" + "".join(f", {n}" for n in notes)
-            text += paint(f"── conversation {escape(str(piece['conversation']))} ({detail}) ──", "boundary") + "\n"
-            starts.pop(seg["start"])
-        shown = escape(seg["text"]) if "unknown_id" not in seg else f"⟨id {seg['unknown_id']}: not in the tokenizer⟩"
-        if seg["kind"] == "eos":
-            newline()
-            text += paint(f"⟨EOS {shown}⟩", "eos") + "\n"
-        elif seg["supervised"]:
-            text += paint(shown, "supervised") if color else f"{SUPERVISED_OPEN}{shown}{SUPERVISED_CLOSE}"
-        else:
-            text += shown
-    out.append(text.rstrip("\n"))
-    return "\n".join(out)
+    return "\n".join([header, legend, render_segments(view["segments"], color, heading).rstrip("\n")])
 
 
 def summarize(path: str | Path) -> dict:

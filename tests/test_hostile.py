@@ -324,6 +324,32 @@ def test_inspect_shows_ids_the_tokenizer_does_not_know(hostile_rows, tmp_path, c
     assert rc == 0, err  # the file is well-formed: hash and verify read it
 
 
+def test_diff_escapes_control_characters_and_markers(hostile_rows, tmp_path, capsys):
+    from sftpack.inspection import ANSI
+
+    other = _rows_file_with(tmp_path, hostile_rows, {140: 300_000})  # after row 0's EOS: a boundary in the window
+    rc, stdout, err = cli(capsys, "diff", hostile_rows, other, "--model", MODEL, "--color", "never")
+    assert rc == 1, err
+    assert not CONTROL.search(stdout) and "\u202e" not in stdout, repr(stdout[:500])
+    report, _, decoded = stdout.partition("\n\n")  # the decoded windows follow the first blank line
+    assert not re.search("[⟦⟧⟨⟩]", report), report  # ids and token texts in the report: escaped, no markers
+    assert "conversations A   id0\\x1b]0;owned\\x07 (row 0 tokens 0..131) │ ▶id7\\x1b]0;owned\\x07 (row 0" in report
+    assert "\\u27e6not supervised\\u27e7" in decoded and "\\u27e8EOS fake\\u27e9" in decoded
+    assert "ok\\r\\x1b[K" in decoded and "\\u202egnp.exe" in decoded and "\\x9b31m" in decoded  # shown, escaped
+    windows = re.split(r"^  [AB], row 0 tokens .*$", decoded, flags=re.M)[1:]  # after each legend (it shows markers)
+    assert len(windows) == 2
+    for body in windows:  # A's and B's: markers only where the renderer puts them
+        assert body.count("⟦") == body.count("⟧") >= 1
+        assert body.count("⟨EOS") == len(re.findall(r"^⟨EOS .*⟩$", body, flags=re.M)) == 1
+        assert "\n── conversation id7\\x1b]0;owned\\x07 ──\n" in body
+    assert decoded.count("⟨id 300000: not in the tokenizer⟩") == 1  # B's unknown id, as inspect shows it
+    rc, coloured, err = cli(capsys, "diff", hostile_rows, other, "--model", MODEL, "--color", "always")
+    assert rc == 1, err
+    for code in ANSI.values():  # the only escapes left are the renderer's own colours
+        coloured = coloured.replace(code, "")
+    assert not CONTROL.search(coloured) and "\u202e" not in coloured, repr(coloured[:500])
+
+
 def _damaged(tmp_path: Path, source: Path, how: str) -> Path:
     table = pq.read_table(source)
     column = {"null-tokens": "tokens", "short-row": "tokens", "mask-2": "loss_mask"}[how]
