@@ -175,8 +175,7 @@ def _context(side: Side, row: int) -> dict:
     tokens, mask = side.reader.read(slice(row, min(side.rows, row + CONTEXT_ROWS)))
     prov = {}
     if side.provenance:
-        for k in range(max(0, row - 1), min(side.rows, row + PROVENANCE_ROWS)):
-            prov[k] = side.reader.provenance(k)
+        prov = {p.row: p for p in side.reader.provenance_range(max(0, row - 1), min(side.rows, row + PROVENANCE_ROWS))}
     return {"row": row, "tokens": tokens.reshape(-1).copy(), "mask": mask.reshape(-1).copy(), "provenance": prov,
             "width": side.row_tokens}
 

@@ -75,8 +75,8 @@ def row_view(path: str | Path, row: int, vocab=None) -> dict:
     rows = open_rows_file(path)
     nrows, width = rows.num_rows, rows.row_tokens
     tokens, mask = rows.row(row)
-    prov = rows.provenance(row)
-    nxt = rows.provenance(row + 1) if row + 1 < nrows else None
+    prov, *nxt = rows.provenance_range(row, min(row + 2, nrows))  # the next row tells whether a piece goes on
+    nxt = nxt[0] if nxt else None
     pieces = []
     for p in prov.pieces():
         end = p["start"] + p["length"]

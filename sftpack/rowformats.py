@@ -173,11 +173,21 @@ class RowsReader:
         group, index = self.group_of(row)
         return Provenance(row, self.row_tokens, *self.read_provenance_group(group)[index])
 
-    def all_provenance(self) -> list:
+    def provenance_range(self, start: int, stop: int) -> list:
+        """Provenance of rows ``start .. stop`` (within the file), each row group's columns decoded once: asking
+        ``provenance`` row by row decodes a whole group per row."""
         from .rows import Provenance
 
-        values = [v for g in range(len(self.group_bounds) - 1) for v in self.read_provenance_group(g)]
-        return [Provenance(k, self.row_tokens, *v) for k, v in enumerate(values)]
+        out, bounds = [], self.group_bounds
+        for g in range(len(bounds) - 1):
+            first, end = int(bounds[g]), int(bounds[g + 1])
+            if first < stop and end > start:
+                values = self.read_provenance_group(g)
+                out += [Provenance(k, self.row_tokens, *values[k - first]) for k in range(max(start, first), min(stop, end))]
+        return out
+
+    def all_provenance(self) -> list:
+        return self.provenance_range(0, self.num_rows)
 
     def supervised_per_row(self) -> np.ndarray:
         return np.concatenate([m.sum(axis=1, dtype=np.int64) for _, m in self.groups()] or [np.zeros(0, np.int64)])

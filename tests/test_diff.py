@@ -354,6 +354,21 @@ def test_reads_at_most_a_block_at_a_time(base, tmp_path, monkeypatch):
     assert sizes == [2] * 6  # 3 blocks per file, never the whole file
 
 
+def test_provenance_is_decoded_once_per_row_group(base, seeded, monkeypatch):
+    from sftpack.inspection import row_view
+    from sftpack.rows import ParquetRows
+
+    calls = []
+    real = ParquetRows.read_provenance_group
+    monkeypatch.setattr(ParquetRows, "read_provenance_group", lambda self, g: calls.append((self.path, g)) or real(self, g))
+    assert diff_rows(base, seeded, decode=False)["first"]["row"] == 0
+    # the provenance of rows 0..5 around the difference: 3 row groups of 2 rows in A, 2 of 3 in B, each read once
+    assert sorted(calls) == sorted([(base, 0), (base, 1), (base, 2), (seeded, 0), (seeded, 1)])
+    calls.clear()
+    assert row_view(base, 0)["pieces"]  # row 0 and the next row (does a piece go on?) share row group 0
+    assert calls == [(base, 0)]
+
+
 # --------------------------------------------------------------------------------------------------------
 # The report, and verify --against
 
