@@ -216,12 +216,15 @@ def format_row(view: dict, color: bool = False) -> str:
 
 def summarize(path: str | Path) -> dict:
     """Rows, tokens, supervised ratio, conversations and pieces, conversations split across rows, and a
-    histogram of supervised tokens per row (reads the small columns, never the tokens, when it can)."""
+    histogram of supervised tokens per row. One pass over every row's tokens and mask (``rows_sha256``; the
+    supervised counts per row come from it unless the file stores them), then the provenance columns."""
     path = Path(path)
     rows = open_rows_file(path)
-    figures = rows.hash()  # refuses what hash and verify refuse; its rows_sha256 comes with the summary
+    figures = rows.hash(per_row=True)  # refuses what hash and verify refuse; its rows_sha256 comes with the summary
     width, nrows = rows.row_tokens, rows.num_rows
-    per_row = rows.supervised_per_row()
+    per_row = rows.stored_supervised_per_row()
+    if per_row is None:  # no column: the counts of the hash pass, not a second decoding of every mask
+        per_row = figures["supervised_per_row"]
     info = {
         "path": str(path),
         "build": rows.build_name,

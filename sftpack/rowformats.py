@@ -189,15 +189,24 @@ class RowsReader:
     def all_provenance(self) -> list:
         return self.provenance_range(0, self.num_rows)
 
+    def stored_supervised_per_row(self) -> np.ndarray | None:
+        """Supervised tokens per row as the file stores them (int64), or None where it stores none."""
+        return None
+
     def supervised_per_row(self) -> np.ndarray:
+        stored = self.stored_supervised_per_row()
+        if stored is not None:
+            return stored
         return np.concatenate([m.sum(axis=1, dtype=np.int64) for _, m in self.groups()] or [np.zeros(0, np.int64)])
 
-    def hash(self) -> dict:
-        """The row figures: ``rows_sha256``, rows, row_tokens, supervised tokens and ratio."""
+    def hash(self, per_row: bool = False) -> dict:
+        """The row figures: ``rows_sha256``, rows, row_tokens, supervised tokens and ratio; with ``per_row``
+        also ``supervised_per_row`` (int64 per row), counted on the same pass over the masks."""
         from .rows import NotSftpackRows
 
         h = hashlib.sha256()
         rows = supervised = 0
+        counts = []
         bad_mask = False
         for tokens, mask in self.groups():
             bad_mask |= bool((mask > 1).any())
@@ -205,15 +214,19 @@ class RowsReader:
                 h.update(t.tobytes())
                 h.update(m.tobytes())
             rows += len(tokens)
-            supervised += int(mask.sum(dtype=np.int64))
+            counts.append(mask.sum(axis=1, dtype=np.int64))
+            supervised += int(counts[-1].sum())
         if bad_mask:
             raise NotSftpackRows(f"{self.path}: loss_mask holds values other than 0 and 1")
-        return {
+        figures = {
             "rows_sha256": h.hexdigest(),
             "rows": rows,
             "row_tokens": self.row_tokens,
             "supervised_tokens": supervised,
             "supervised_token_ratio": supervised / (rows * self.row_tokens) if rows else 0.0,
         }
+        if per_row:
+            figures["supervised_per_row"] = np.concatenate(counts or [np.zeros(0, np.int64)])
+        return figures
 
 

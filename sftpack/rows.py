@@ -167,11 +167,11 @@ class ParquetRows(RowsReader):
         columns = [table.column(c).to_pylist() for c in PROVENANCE_COLUMNS]
         return [tuple(v or [] for v in values) for values in zip(*columns)]
 
-    def supervised_per_row(self) -> np.ndarray:
-        if "supervised_tokens" in self.file.schema_arrow.names:  # stored per row: no mask to decode
-            column = self.file.read(columns=["supervised_tokens"]).column("supervised_tokens")
-            return column.to_numpy().astype(np.int64)
-        return super().supervised_per_row()
+    def stored_supervised_per_row(self) -> np.ndarray | None:
+        if "supervised_tokens" not in self.file.schema_arrow.names:  # files that predate the column
+            return None
+        column = self.file.read(columns=["supervised_tokens"]).column("supervised_tokens")
+        return column.to_numpy().astype(np.int64)
 
 
 def read_rows(path: str | Path, rows: slice | None = None) -> tuple[np.ndarray, np.ndarray]:

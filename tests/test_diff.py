@@ -369,6 +369,27 @@ def test_provenance_is_decoded_once_per_row_group(base, seeded, monkeypatch):
     assert calls == [(base, 0)]
 
 
+@pytest.mark.parametrize("stored", [True, False])
+def test_summary_decodes_each_mask_once(base, tmp_path, monkeypatch, stored):
+    """inspect's summary (beside diff, the other reader of whole files): hash's pass gives the per-row supervised
+    counts of a file without the ``supervised_tokens`` column; a file with it keeps the stored column."""
+    from sftpack.inspection import summarize
+    from sftpack.rows import ParquetRows
+
+    path = tmp_path / f"{NAME}.parquet"
+    table = pq.read_table(base)
+    pq.write_table(table if stored else table.drop_columns(["supervised_tokens"]), path, row_group_size=2)
+    assert ("supervised_tokens" in pq.read_schema(path).names) is stored
+    groups = []
+    real = ParquetRows.read_group
+    monkeypatch.setattr(ParquetRows, "read_group", lambda self, g: groups.append(g) or real(self, g))
+    info = summarize(path)
+    assert groups == [0, 1, 2]  # one pass: 6 rows in row groups of 2
+    per_row = read_rows(base)[1].sum(axis=1)
+    assert info["supervised_tokens"] == per_row.sum() and info["supervised_per_row"]["max"] == per_row.max()
+    assert info["histogram"] == summarize(base)["histogram"]
+
+
 # --------------------------------------------------------------------------------------------------------
 # The report, and verify --against
 
