@@ -73,25 +73,27 @@ def _first_difference(ta, ma, tb, mb) -> tuple[int, int] | None:
 
 
 def _read_block(side: Side, start: int, h) -> tuple:
-    """Rows ``start .. start+BLOCK`` of ``side`` (None past its end), hashed into ``h`` on the way."""
+    """Rows ``start .. start+BLOCK`` of ``side`` (None past its end), hashed into ``h`` (unless None) on the way."""
     stop = min(start + BLOCK, side.rows)
     if start >= stop:
         return None, None
     tokens, mask = side.reader.read(slice(start, stop))  # a ParquetFile per thread: safe from a reader thread
-    for t, m in zip(tokens, mask):
-        h.update(t.tobytes())
-        h.update(m.tobytes())
+    if h is not None:
+        for t, m in zip(tokens, mask):
+            h.update(t.tobytes())
+            h.update(m.tobytes())
     return tokens, mask
 
 
-def _scan(a: Side, b: Side) -> dict:
-    """Compare every row, hash both sides; counts and the first differing (row, position). Each side is read
+def _scan(a: Side, b: Side, known: dict) -> dict:
+    """Compare every row, hash both sides (a side whose rows_sha256 is ``known`` is not hashed again); counts
+    and the first differing (row, position). Each side is read
     by its own thread, one block ahead of the comparison: decompression and hashing release the GIL, so the
     two files are read at once, and one thread per side keeps that side's hash updates in row order. At most
     two blocks per side are in memory."""
     from concurrent.futures import ThreadPoolExecutor
 
-    hashes = {a.label: hashlib.sha256(), b.label: hashlib.sha256()}
+    hashes = {s.label: None if s.label in known else hashlib.sha256() for s in (a, b)}
     counts = {"compared": min(a.rows, b.rows), "identical": 0, "tokens_differ": 0, "mask_only": 0}
     first = None
     starts = range(0, max(a.rows, b.rows), BLOCK)
@@ -106,7 +108,8 @@ def _scan(a: Side, b: Side) -> dict:
             pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
             (ta, ma), (tb, mb) = fa.result(), fb.result()
             first = _compare(ta, ma, tb, mb, start, counts, first)
-    a.rows_sha256, b.rows_sha256 = hashes[a.label].hexdigest(), hashes[b.label].hexdigest()
+    for s in (a, b):
+        s.rows_sha256 = known[s.label] if s.label in known else hashes[s.label].hexdigest()
     return {"counts": counts, "first": first}
 
 
@@ -180,18 +183,21 @@ def _context(side: Side, row: int) -> dict:
             "width": side.row_tokens}
 
 
-def diff_rows(a, b, *, tokenizer=None, model: str | None = None, decode: bool = True) -> dict:
+def diff_rows(a, b, *, tokenizer=None, model: str | None = None, decode: bool = True,
+              rows_sha256: dict | None = None) -> dict:
     """Compare rows files ``a`` and ``b`` row by row; a dict: both sides, counts, the first difference
     (row, position, what differs, conversations around it on both sides, both sides decoded there) and the
     ``cause`` of the first difference with ``evidence`` and what it ``cannot_tell``. ``identical`` is True
-    when every row and the row count agree. Raises :class:`UsageError` for unusable input."""
+    when every row and the row count agree. ``rows_sha256`` (``{"A": hex}``, ``{"B": ...}`` or both) is a side's
+    rows_sha256 the caller has already computed (``verify --against`` has hashed A): that side is not hashed
+    again. Raises :class:`UsageError` for unusable input."""
     from . import diff_cause
 
     sa, sb = _open("A", a), _open("B", b)
     if sa.row_tokens != sb.row_tokens:
         raise UsageError(f"rows of different lengths: {sa.path} has {sa.row_tokens}-token rows, {sb.path} "
                          f"{sb.row_tokens}-token rows (diff compares files of one row length)")
-    scan = _scan(sa, sb)
+    scan = _scan(sa, sb, rows_sha256 or {})
     for side in (sa, sb):
         _attach_record(side)
     counts, first = scan["counts"], scan["first"]

@@ -415,6 +415,23 @@ def test_verify_against(base, seeded, tmp_path, capsys):
     assert main(["verify", str(record), "--rows", str(other), "--against", str(tmp_path / "nope.parquet")]) == 2
 
 
+def test_a_known_rows_sha256_is_not_recomputed(base, seeded, monkeypatch):
+    """What verify has hashed already (its side A) is given to diff_rows, which then hashes only B."""
+    import hashlib
+
+    import sftpack.diff as diff
+    from sftpack import hash_rows
+
+    plain, known = diff_rows(base, seeded, decode=False), hash_rows(base)["rows_sha256"]
+    made = []
+    real = hashlib.sha256
+    monkeypatch.setattr(diff.hashlib, "sha256", lambda: made.append(1) or real())
+    assert diff_rows(base, seeded, decode=False, rows_sha256={"A": known}) == plain
+    assert len(made) == 1  # B's hash only
+    wrong = diff_rows(base, seeded, decode=False, rows_sha256={"A": "0" * 64})  # taken as given, not checked
+    assert wrong["a"]["rows_sha256"] == "0" * 64 and "describes other rows" in wrong["a"]["build_record"]
+
+
 def test_across_format_versions(base, seeded, tmp_path, capsys):
     """A format-1 file (string ``messages``) against format 2: the rows are compared, not the encoding."""
     from test_rows_format import rewrite_as
