@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from .errors import UsageError
-from .rowformats import open_rows_file, stem_of
+from .rowformats import open_rows_file, stem_of, update_rows_sha256
+from .write import ROWS_PER_GROUP
 
-BLOCK = 64  # rows per read: one row group as sftpack writes them (a few MB at 8,192 tokens)
+BLOCK = ROWS_PER_GROUP  # rows per read: one row group as sftpack writes them (a few MB at 8,192 tokens)
 CONTEXT_ROWS = 3  # rows of tokens read from the first difference on: a shift shows within them
 PROVENANCE_ROWS = 16  # rows of provenance read from it (ids only, cheap): a skip of a long conversation shows
 CONTEXT_TOKENS = 40  # decoded tokens shown on each side of the first difference
@@ -79,9 +80,7 @@ def _read_block(side: Side, start: int, h) -> tuple:
         return None, None
     tokens, mask = side.reader.read(slice(start, stop))  # a ParquetFile per thread: safe from a reader thread
     if h is not None:
-        for t, m in zip(tokens, mask):
-            h.update(t.tobytes())
-            h.update(m.tobytes())
+        update_rows_sha256(h, tokens, mask)
     return tokens, mask
 
 

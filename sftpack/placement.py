@@ -85,7 +85,6 @@ class Plan:
 
     device_map: dict
     model_bytes: int
-    budget: dict  # device -> bytes accelerate may place there
     devices: dict = field(default_factory=dict)  # device -> {"bytes", "layers", "other"}
 
     def lines(self) -> list[str]:
@@ -176,7 +175,7 @@ def plan_for(model, dtype, max_memory: dict | None, label: str = "the model") ->
         room = f"{'--max-memory' if max_memory else 'this machine'} gives {size_text(sum(given.values()))} ({per})"
         extra = f" and its largest module that cannot be split is {size_text(largest)}" if total <= sum(given.values()) else ""
         raise UsageError(f"{why} but {room}{extra}: it does not fit (no disk offload); raise --max-memory or add GPUs")
-    return Plan(device_map, total, budget, _summarize(model, device_map, sizes))
+    return Plan(device_map, total, _summarize(model, device_map, sizes))
 
 
 def plan_of(name: str, revision: str | None, dtype: str, max_memory: dict | None, trust_remote_code: bool = False) -> Plan:

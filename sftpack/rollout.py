@@ -34,6 +34,9 @@ from .rows import NotSftpackRows
 
 __all__ = ["RolloutError", "RowSource", "fill_sample", "generate_rollout", "row_source"]
 
+# slime's --prompt-data PATH@[start:end] (either end optional): prompt_data_path and available_rows read one syntax
+_PROMPT_SLICE = re.compile(r"^(?P<path>.*)@\[(?P<start>-?\d*):(?P<stop>-?\d*)\]$")
+
 # Decoded row groups are kept (least recently used out first) up to this many MiB per file: with
 # --rollout-shuffle a 128-row batch touches ~70 of a 6,400-row file's 100 groups, so without a cache every batch
 # would decode most of the file again; with it each group is decoded about once per run (the whole default file
@@ -146,7 +149,7 @@ def prompt_data_path(value: str) -> str:
     >>> prompt_data_path("rows.parquet@[0:128]"), prompt_data_path("rows.parquet")
     ('rows.parquet', 'rows.parquet')
     """
-    m = re.match(r"^(?P<path>.*)@\[-?\d*:-?\d*\]$", value)
+    m = _PROMPT_SLICE.match(value)
     return m.group("path") if m else value
 
 
@@ -206,10 +209,10 @@ def available_rows(prompt_data: str, source: RowSource, data_buffer) -> int:
         n = None
     if isinstance(n, int) and n > 0:
         return n
-    m = re.match(r"^.*@\[(-?\d*):(-?\d*)\]$", prompt_data)
+    m = _PROMPT_SLICE.match(prompt_data)
     if not m:
         return source.num_rows
-    start, stop = (int(x) if x else None for x in m.groups())
+    start, stop = (int(x) if x else None for x in m.group("start", "stop"))
     return len(range(source.num_rows)[start:stop])
 
 

@@ -58,6 +58,13 @@ def open_rows_file(path) -> "RowsReader":
     return resolve(format_of_path(path).reader)(path)
 
 
+def update_rows_sha256(h, tokens: np.ndarray, mask: np.ndarray) -> None:
+    """Feed rows to ``h`` as ``rows_sha256`` hashes them: each row's token bytes, then its mask bytes."""
+    for t, m in zip(tokens, mask):
+        h.update(t.tobytes())
+        h.update(m.tobytes())
+
+
 def stem_of(path) -> str:
     """``NAME`` of ``NAME.SUFFIX`` (the build name a rows file is written under)."""
     path = Path(path)
@@ -107,13 +114,12 @@ def new_row_writer(format_name: str, path, row_tokens: int, build_name: str) -> 
 
 
 class RowsReader:
-    """One rows file, opened and checked once. Subclasses set ``path``, ``version`` (the format version),
-    ``row_tokens``, ``build_name`` and ``group_bounds`` (first row of each row group, then the row count) and
+    """One rows file, opened and checked once. Subclasses set ``path``, ``row_tokens``, ``build_name`` and
+    ``group_bounds`` (first row of each row group, then the row count) and
     decode one group: ``read_group(g) -> (tokens int32 [n, row_tokens], loss_mask uint8 [n, row_tokens])`` and
     ``read_provenance_group(g) -> list of (ids, starts, lengths, offsets)`` per row."""
 
     path: Path
-    version: str
     row_tokens: int
     build_name: str | None
     group_bounds: np.ndarray
@@ -210,9 +216,7 @@ class RowsReader:
         bad_mask = False
         for tokens, mask in self.groups():
             bad_mask |= bool((mask > 1).any())
-            for t, m in zip(tokens, mask):
-                h.update(t.tobytes())
-                h.update(m.tobytes())
+            update_rows_sha256(h, tokens, mask)
             rows += len(tokens)
             counts.append(mask.sum(axis=1, dtype=np.int64))
             supervised += int(counts[-1].sum())

@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import UsageError
-from .rowformats import RowsReader, open_rows_file
+from .rowformats import RowsReader, open_rows_file, update_rows_sha256
 
 FORMAT_VERSION = "2"
 # The file-level metadata keys (parquet key-value metadata; another format stores the same three facts).
@@ -68,9 +68,7 @@ def rows_sha256_of(tokens: np.ndarray, loss_mask: np.ndarray) -> str:
     h = hashlib.sha256()
     tokens = np.ascontiguousarray(tokens, dtype="<i4")
     loss_mask = np.ascontiguousarray(loss_mask, dtype=np.uint8)
-    for t, m in zip(tokens, loss_mask):
-        h.update(t.tobytes())
-        h.update(m.tobytes())
+    update_rows_sha256(h, tokens, loss_mask)
     return h.hexdigest()
 
 
@@ -138,7 +136,6 @@ class ParquetRows(RowsReader):
         self.path = Path(path)
         self.file = open_rows(path)
         meta = self.file.schema_arrow.metadata or {}
-        self.version = format_of(self.file)
         self.row_tokens = row_tokens_of(self.file)
         self.build_name = meta.get(META_BUILD.encode(), b"").decode("utf-8", "replace") or None
         md = self.file.metadata
@@ -160,8 +157,8 @@ class ParquetRows(RowsReader):
                 _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask"))
 
     def read_provenance_group(self, group: int) -> list[tuple]:
-        missing = [c for c in PROVENANCE_COLUMNS if c not in self.file.schema_arrow.names]
-        if missing:  # files written before provenance existed
+        if not self.has_provenance:  # files written before provenance existed
+            missing = [c for c in PROVENANCE_COLUMNS if c not in self.file.schema_arrow.names]
             raise NotSftpackRows(f"{self.path}: no provenance columns ({', '.join(missing)} missing)")
         table = self._pf().read_row_group(group, columns=PROVENANCE_COLUMNS)
         columns = [table.column(c).to_pylist() for c in PROVENANCE_COLUMNS]
