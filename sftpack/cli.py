@@ -181,10 +181,11 @@ def cmd_verify(args) -> int:
     declared = load_declared(args.recipe)
     diffs = []
 
-    def against(rows_path):  # runs while the rows exist (a rebuild's temporary directory is removed afterwards)
+    def against(rows_path, checks):  # runs while the rows exist (a rebuild's temporary directory is removed afterwards)
         from .diff import diff_rows
 
-        diffs.append(diff_rows(rows_path, args.against))
+        measured = next((c.measured for c in checks if c.field == "rows_sha256"), None)  # A is hashed already
+        diffs.append(diff_rows(rows_path, args.against, rows_sha256={"A": measured} if measured else None))
 
     if args.against:
         from .rowformats import open_rows_file
@@ -198,7 +199,7 @@ def cmd_verify(args) -> int:
         checks = verify_rows(declared, args.rows)
         target = args.rows
         if args.against and rows_mismatch(checks):
-            against(args.rows)
+            against(args.rows, checks)
     if args.json:
         report = report_json(declared, checks, target)
         if args.against:

@@ -15,7 +15,7 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
                    workers: int | None = None, progress: bool | None = None, keep: str | Path | None = None,
                    on_mismatch=None) -> list[Check]:
     """Build the rows ``declared`` describes into a temporary directory (or ``keep``) and verify them, including
-    the tokenizer files used against the sha256s in the declaration. ``on_mismatch(parquet_path)`` is called
+    the tokenizer files used against the sha256s in the declaration. ``on_mismatch(parquet_path, checks)`` is called
     while the rebuilt rows still exist when their rows_sha256 does not match (``verify --against``)."""
     from .config import BuildConfig
     from .pipeline import build
@@ -50,7 +50,7 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
         interrupts.reset()  # the rebuild is done; a Ctrl-C from here interrupts the checking
         checks = verify_rows(declared, out / f"{declared['name']}.parquet")
         if on_mismatch is not None and rows_mismatch(checks):
-            on_mismatch(out / f"{declared['name']}.parquet")
+            on_mismatch(out / f"{declared['name']}.parquet", checks)
     checks.insert(0, Check("rebuilt from", f"model {model}", f"--source {source}" + (f" --tokenizer {tokenizer}" if tokenizer else ""), None,
                            f"rows written to {keep}" if keep else "in a temporary directory, removed afterwards"))
     return checks
