@@ -197,7 +197,7 @@ def format_row(view: dict, color: bool = False) -> str:
     header = (f"row {view['row']} of {view['rows']} · {escape(view['build'] or 'unnamed build')} · {width} tokens · "
               f"{sup} supervised ({sup / width:.1%}) · {len(view['pieces'])} conversation piece(s)")
     legend = ("supervised tokens in " + (_paint("green", "supervised", color) if color else f"{SUPERVISED_OPEN}…{SUPERVISED_CLOSE}")
-              + f"; ⟨EOS⟩ = the separator between conversations; token ranges a..b are half-open")
+              + "; ⟨EOS⟩ = the separator between conversations; token ranges a..b are half-open")
     starts = {p["start"]: p for p in view["pieces"]}
 
     def heading(seg):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import types
 
-import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import yaml

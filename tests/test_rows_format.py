@@ -5,7 +5,6 @@ and feed the rollout; a file claiming a newer format is refused with one line.""
 from __future__ import annotations
 
 import hashlib
-import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
