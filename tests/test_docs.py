@@ -31,7 +31,7 @@ import pytest
 
 import sftpack
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 DOCS = sorted((REPO / "docs").glob("*.md"))
 COMMAND_LANGUAGES = ("bash", "python")
@@ -123,11 +123,11 @@ def run_document(path: Path, workdir: Path, tmp_path: Path) -> None:
     plan_file.write_text(json.dumps(plan), encoding="utf-8")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    launcher = bin_dir / "sftpack"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m sftpack "$@"\n')
-    launcher.chmod(0o755)
-    if not (bin_dir / "python").exists():
-        (bin_dir / "python").symlink_to(sys.executable)
+    # Scripts, not symlinks: a virtual environment's python finds its packages from its own path.
+    for name, command in (("sftpack", f'"{sys.executable}" -m sftpack'), ("python", f'"{sys.executable}"')):
+        launcher = bin_dir / name
+        launcher.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+        launcher.chmod(0o755)
     package_root = str(Path(sftpack.__file__).resolve().parents[1])
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}", "HF_HUB_OFFLINE": "1",
            "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
