@@ -165,10 +165,10 @@ def run_build(source: Path, rows, workers: int, out: Path) -> dict:
 
 def consumed_texts(source: Path, reached: int, seed: int) -> list[str]:
     """The rendered text of every conversation the build tokenized (kept ones, in order)."""
-    from sftpack.conversation import check_messages
-    from sftpack.pipeline import permutation
-    from sftpack.render.qwen3_5 import render
-    from sftpack.source import open_source
+    from sftpack.builder.conversation import check_messages
+    from sftpack.builder.pipeline import permutation
+    from sftpack.builder.source import open_source
+    from sftpack.families.qwen3_5 import render
 
     src = open_source(str(source))
     order = permutation(len(src), seed)[:reached]
@@ -184,7 +184,7 @@ def consumed_texts(source: Path, reached: int, seed: int) -> list[str]:
 
 def floor(texts: list[str]) -> tuple[float, int]:
     """tiktoken's ``encode_ordinary_batch`` with one thread over ``texts``: (seconds, tokens)."""
-    from sftpack.vocab import load_offline_qwen
+    from sftpack.tokenizers.offline import load_offline_qwen
 
     enc = load_offline_qwen().enc
     enc.encode_ordinary_batch(texts[:200], num_threads=1)  # warm up
@@ -204,7 +204,7 @@ def _encode_share(args) -> int:
 
 def ceiling(texts: list[str], procs: int) -> float:
     """Seconds for ``procs`` forked processes (1 thread each) to tokenize ``texts`` between them."""
-    from sftpack.vocab import load_offline_qwen
+    from sftpack.tokenizers.offline import load_offline_qwen
 
     _CEILING[:] = [load_offline_qwen().enc, texts]
     with mp.get_context("fork").Pool(procs) as pool:
@@ -216,11 +216,11 @@ def ceiling(texts: list[str], procs: int) -> float:
 
 def straightforward(source: Path, n: int) -> tuple[float, int]:
     """Jinja template + tokenizers offsets + per-character mask, one process, on ``n`` conversations."""
-    from transformers import AutoTokenizer
-
     from conftest import TEMPLATES
     from qwen_reference import build_qwen_tokenizer_dir, slime_qwen3_5_mask
-    from sftpack.source import open_source
+    from transformers import AutoTokenizer
+
+    from sftpack.builder.source import open_source
 
     template = (TEMPLATES / "qwen3_5.jinja").read_text() if (TEMPLATES / "qwen3_5.jinja").exists() else None
     if template is None:

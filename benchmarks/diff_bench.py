@@ -1,6 +1,6 @@
 """What ``sftpack diff`` costs on full-size files: two 6,400 x 8,192 rows files, time and peak memory.
 
-The files are written with the project's own packer and writer (``sftpack.pack.pack`` + ``sftpack.write.RowWriter``:
+The files are written with the project's own packer and writer (``sftpack.builder.pack.pack`` + ``sftpack.rows.parquet_writer.RowWriter``:
 64-row groups, zstd, provenance columns) from a seeded stream of synthetic conversations (Zipf-distributed token
 ids over the Qwen3.5 vocabulary size, so they compress like text; geometric lengths, mean ~900 tokens; a prompt
 then a supervised answer). Building 6,400 real rows on a 2-core machine takes minutes; the diff only reads rows,
@@ -59,8 +59,8 @@ def conversations(seed: int = 0, skip: int | None = None):
 
 
 def write(path: Path, n: int, width: int, skip: int | None) -> None:
-    from sftpack.pack import pack
-    from sftpack.write import RowWriter
+    from sftpack.builder.pack import pack
+    from sftpack.rows.parquet_writer import RowWriter
 
     writer = RowWriter(path, width, "bench-diff")
     for row in pack(conversations(skip=skip), width, EOS):
@@ -77,7 +77,7 @@ def _rss_mb() -> float:
 
 def child(kind: str, a: str, b: str) -> dict:
     import sftpack  # noqa: F401  (imports counted in the base RSS)
-    from sftpack.diff import diff_rows
+    from sftpack.checks.diff import diff_rows
     from sftpack.rows import hash_rows, read_rows
 
     base = _rss_mb()

@@ -1,6 +1,6 @@
 """What the rows parquet costs the trainer: slime's loader, ``generate_rollout`` and ``sftpack.read_rows``.
 
-Writes a full-size rows file (default 6,400 x 8,192) through ``sftpack.write.RowWriter`` - the real layout:
+Writes a full-size rows file (default 6,400 x 8,192) through ``sftpack.rows.parquet_writer.RowWriter`` - the real layout:
 binary ``tokens``/``loss_mask`` columns, 64-row groups, zstd - with Zipf-distributed token ids (so it
 compresses like text, not like zeros), and beside it a baseline holding the same rows as ``list<int32>`` /
 ``list<uint8>`` columns. Each measurement runs in a fresh subprocess and reports wall time and peak RSS
@@ -56,7 +56,7 @@ def _peak_mb() -> float:
 
 def synthetic_rows(n: int, width: int, seed: int = 0):
     """``n`` rows of ``width`` tokens: Zipf(1.0) over a shuffled vocabulary, conversation-like mask runs."""
-    from sftpack.pack import Piece, Row
+    from sftpack.rows.formats import Piece, Row
 
     rng = np.random.default_rng(seed)
     ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
@@ -81,8 +81,8 @@ def write_files(directory: Path, n: int, width: int) -> tuple[Path, Path]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sftpack.rows import SCHEMA
-    from sftpack.write import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
+    from sftpack.rows.parquet import SCHEMA
+    from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
 
     binary_path = directory / "rows-binary.parquet"
     list_path = directory / "rows-list.parquet"
@@ -112,7 +112,7 @@ def write_format1(path: Path) -> Path:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sftpack.write import ROWS_PER_GROUP, WRITER_OPTIONS
+    from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS
 
     table = pq.read_table(path)
     table = table.set_column(table.schema.get_field_index("messages"), "messages",
@@ -155,8 +155,8 @@ def _rollout(path: str, order: str) -> dict:
     """Two 128-row batches through ``generate_rollout`` in one process: the first with a cold reader."""
     import types
 
-    from sftpack.rollout import generate_rollout
-    from sftpack.rows import open_rows
+    from sftpack.rows.parquet import open_rows
+    from sftpack.trainer.rollout import generate_rollout
 
     n_rows = open_rows(path).metadata.num_rows
     order_rows = np.arange(n_rows) if order == "consecutive" else np.random.default_rng(1).permutation(n_rows)
@@ -200,7 +200,7 @@ def run_child(kind: str, path: Path, env: dict | None = None) -> dict:
 def child_main(kind: str, path: str) -> None:
     import pyarrow.parquet  # noqa: F401  (imports are not part of what is measured)
 
-    import sftpack.rollout  # noqa: F401
+    import sftpack.trainer.rollout  # noqa: F401
 
     before = _rss_mb()
     start, cpu = time.perf_counter(), time.process_time()

@@ -133,7 +133,7 @@ def fp64_head_reference(model, tokens, mask) -> float:
     """bf16 hidden states (as the chunked path gets them), then LM head + cross-entropy in fp64 over full logits."""
     import torch
 
-    from sftpack.loss import decoder_of, hidden_states
+    from sftpack.trainer.loss import decoder_of, hidden_states
 
     decoder, weight = decoder_of(model), model.get_output_embeddings().weight.double()
     total, count = 0.0, 0
@@ -195,10 +195,10 @@ def matmul_tflops() -> float:
 
 
 def head_bench(vocab: int, hidden: int, softcap: float | None, matmul: float, tokens: int = 8192, chunk: int = 1024) -> None:
-    """One row's LM head + CE through sftpack.head.ChunkLoss, compiled and eager, against the matmul rate."""
+    """One row's LM head + CE through sftpack.trainer.head.ChunkLoss, compiled and eager, against the matmul rate."""
     import torch
 
-    from sftpack.head import ChunkLoss, Head
+    from sftpack.trainer.head import ChunkLoss, Head
 
     torch.manual_seed(0)
     linear = torch.nn.Linear(hidden, vocab, bias=False, device=DEVICE, dtype=torch.bfloat16)
@@ -299,7 +299,7 @@ def main() -> None:
     import transformers
     from transformers.utils import logging as hf_logging
 
-    from sftpack.loss import step0_loss
+    from sftpack.trainer.loss import step0_loss
 
     hf_logging.disable_progress_bar()
     from sftpack.rows import read_rows, rows_sha256_of

@@ -3,7 +3,7 @@
 
 The sample is synthetic (made by ``tools/synthetic.py``, not taken from the hub): 3,000 conversations in the
 schema of ``allenai/tulu-3-sft-mixture``. Running this script again gives a byte-identical file (with the same
-pyarrow version); ``tests/test_synthetic.py`` checks that the bundled file equals a fresh regeneration.
+pyarrow version); ``tests/tools/test_synthetic.py`` checks that the bundled file equals a fresh regeneration.
 
     python scripts/make_sample.py            # rewrite the bundled file
     python scripts/make_sample.py --out x.parquet

@@ -1,7 +1,8 @@
 """sftpack: build, verify and feed the fixed-length packed SFT rows that verified training recipes are measured on.
 
-Pipeline (one module per step): ``source`` (read) -> ``conversation`` (check) -> ``render`` -> ``mask`` ->
-``vocab`` (tokenize) -> ``pack`` -> ``write``; ``pipeline`` runs them (``sftpack.build``), ``rows`` hashes and reads the result.
+Layers, lowest first (each imports only from itself and those below): ``base`` (errors, YAML, hashing),
+``tokenizers``, ``families`` (registry, profiles, renderers), ``rows`` (the rows formats), ``builder`` (the build
+pipeline: ``sftpack.build``), ``checks`` (verify, inspect, diff), ``trainer`` (rollout, loss), ``cli``.
 """
 
 from importlib import import_module
@@ -9,8 +10,9 @@ from importlib import import_module
 # The public names are imported on first use: `sftpack` (the command line) then installs its SIGINT/SIGTERM
 # handlers before numpy, pyarrow and the tokenizers load, so an early Ctrl-C is a clean interruption too.
 _EXPORTS = {
-    "BuildConfig": "config", "build": "pipeline", "permutation": "pipeline", "diff_rows": "diff",
-    "encode_conversation": "encode", "get_encoder": "encode", "hash_rows": "rows", "read_provenance": "rows",
+    "BuildConfig": "builder.config", "build": "builder.pipeline", "permutation": "builder.pipeline",
+    "diff_rows": "checks.diff", "encode_conversation": "builder.encode", "get_encoder": "builder.encode",
+    "hash_rows": "rows", "read_provenance": "rows",
     "read_rows": "rows", "rows_sha256_of": "rows",
 }
 __all__ = sorted(_EXPORTS)

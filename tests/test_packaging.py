@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sftpack.profiles import list_mask_rules, list_profiles, load_profile
+from sftpack.families.profiles import list_mask_rules, list_profiles, load_profile
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -28,10 +28,18 @@ def test_installed_package_ships_data_files(tmp_path):
     if run.returncode != 0:
         pytest.skip(f"sftpack is not installed in this interpreter: {run.stderr.strip().splitlines()[-1:]}")
     package = Path(run.stdout.split()[0]).parent
-    if REPO in package.parents:
-        pytest.skip("editable install: the data files are the checkout's")
+    if (package.parent / "pyproject.toml").exists():
+        pytest.skip("editable install: the data files are a checkout's")
     for needed in ("masks/qwen3_5.yaml", "masks/gemma4.yaml", "masks/kimi_k25.yaml", "configs/Qwen3.5-122B-A10B.yaml",
                    "configs/Kimi-K2.6.yaml", "configs/Gemma-4-26B-A4B.yaml", "data/tulu3_sample.parquet"):
         assert (package / needed).is_file(), needed
     models = subprocess.run([sys.executable, "-I", "-m", "sftpack", "models"], cwd=tmp_path, capture_output=True, text=True)
     assert models.returncode == 0 and "Qwen3.5-122B-A10B" in models.stdout
+
+
+def test_every_package_of_the_tree_is_in_the_wheel_list():
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    tree = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "sftpack").rglob("__init__.py")}
+    assert tree <= listed, sorted(tree - listed)

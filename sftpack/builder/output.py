@@ -1,0 +1,116 @@
+"""Write rows to parquet deterministically and atomically, and the build record next to it (README "Packing and hash specification", item 8).
+
+Files are written under temporary names in the output directory and renamed at the end - parquet first,
+build record last - so a killed build never leaves a final name behind. A lock file keeps two builds from
+writing the same outputs at once.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+from sftpack.base.errors import UsageError
+from sftpack.builder import interrupts
+
+
+class OutputFiles:
+    """``OUT/NAME.parquet`` and ``OUT/NAME.build.yaml``: lock, temporaries, refuse-or-overwrite, rename."""
+
+    def __init__(self, out_dir: str | Path, name: str, overwrite: bool = False, suffix: str = ".parquet"):
+        # suffix: the rows format's; `parquet` / `tmp_parquet` name the rows file whatever its format
+        self.dir = Path(out_dir)
+        self.name = name
+        self.parquet = self.dir / f"{name}{suffix}"
+        self.record = self.dir / f"{name}.build.yaml"
+        self.tmp_parquet = self.dir / f".{name}{suffix}.tmp"
+        self.tmp_record = self.dir / f".{name}.build.yaml.tmp"
+        self.overwrite = overwrite
+        self.lock_path = self.dir / f".{name}.lock"
+        self._lock = None
+
+    def __enter__(self) -> "OutputFiles":
+        while True:
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                lock = open(self.lock_path, "a")
+            except OSError as e:
+                raise UsageError(f"--out {self.dir}: cannot write there ({e.strerror})") from e
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                lock.close()
+                if e.errno in (errno.EAGAIN, errno.EACCES):
+                    raise UsageError(f"--out {self.dir}: another sftpack build is writing {self.name} there") from e
+                raise
+            # The build that held the lock removes the file before it lets go: holding a lock on a file that no
+            # longer has the name would not keep out a build that creates it anew. Then take the new one.
+            try:
+                if os.stat(self.lock_path).st_ino == os.fstat(lock.fileno()).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            lock.close()
+        self._lock = lock
+        for p in (self.parquet, self.record, self.tmp_parquet, self.tmp_record):
+            if p.exists() and not p.is_file():  # os.replace / unlink would fail on it at the very end
+                self._release()
+                raise UsageError(f"--out {self.dir}: {p.name} exists and is not a file; remove it or choose another --name")
+        existing = [p.name for p in (self.parquet, self.record) if p.exists()]
+        if existing and not self.overwrite:
+            self._release()
+            raise UsageError(f"--out {self.dir}: {', '.join(existing)} already exist(s); pass --overwrite to replace")
+        self.remove_temporaries()  # left by a killed build
+        return self
+
+    def remove_temporaries(self) -> None:
+        for p in (self.tmp_parquet, self.tmp_record):
+            if p.exists():
+                p.unlink()
+
+    def commit(self, record) -> None:
+        """Rename the parquet into place, then write and rename the build record (a :class:`~sftpack.builder.record.BuildRecord`)."""
+        with open(self.tmp_record, "w", encoding="utf-8") as f:
+            f.write(record.to_yaml())
+            f.flush()
+            os.fsync(f.fileno())
+        # No Ctrl-C/SIGTERM between the two renames: the parquet must never be left without its record. (Blocking
+        # the signals in this thread would not do: another thread - the writer's, tqdm's - can take them and
+        # Python still runs the handler here.) Once both are renamed, the build is done whatever arrives.
+        with interrupts.deferred():
+            interrupts.check()  # a signal recorded earlier is an interruption before the renames
+            if self.overwrite and self.record.exists():
+                self.record.unlink()  # an old record must never describe the new parquet
+            os.replace(self.tmp_parquet, self.parquet)
+            os.replace(self.tmp_record, self.record)
+            interrupts.mark_done()
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            try:
+                os.unlink(self.lock_path)  # no .NAME.lock left behind; removed while still held (see __enter__)
+            except OSError:
+                pass
+            fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.remove_temporaries()
+        self._release()
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            # after the temporaries are gone, so that the free space reported is what the user really has
+            raise UsageError(f"no space left on the device (--out {self.dir}: {_free(self.dir)} free once the "
+                             "temporaries were removed); nothing written") from None
+
+
+def _free(path: Path) -> str:
+    try:
+        return f"{shutil.disk_usage(path).free:,} bytes"
+    except OSError:
+        return "unknown"
+
+

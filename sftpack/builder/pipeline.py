@@ -1,0 +1,356 @@
+"""The build: read -> check/render/mask/tokenize -> pack -> write (README "Packing and hash specification").
+
+Conversations are encoded in chunks by ``workers`` processes, in permutation order, only as far as the rows
+need (a bounded number of chunks in flight); results are consumed strictly in order, so the output does not
+depend on ``workers``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+from functools import partial
+from typing import Iterator
+
+import numpy as np
+
+from sftpack.base.errors import UsageError
+from sftpack.builder import interrupts
+from sftpack.builder.config import ALL, BuildConfig
+from sftpack.builder.conversation import Skip
+from sftpack.builder.encode import ConversationEncoder, make_encoder
+from sftpack.builder.output import OutputFiles
+from sftpack.builder.pack import pack_chunks
+from sftpack.builder.record import BuildRecord, BuildStats, make_record
+from sftpack.builder.source import open_source
+from sftpack.builder.source.base import RowError, Source
+from sftpack.builder.workers import WorkerDied, WorkerPool
+from sftpack.families.profiles import TULU_REPO, TULU_REVISION, load_profile
+from sftpack.rows.formats import RowSink, get_row_format, new_row_writer
+from sftpack.tokenizers.loading import load_vocab
+from sftpack.tokenizers.vocab import Vocab
+
+CHUNK = 128  # conversations per task: small enough that little work is wasted when the rows are complete
+
+
+@dataclass
+class ChunkResult:
+    """Encoded conversations of one chunk, flattened so that they cross process boundaries cheaply."""
+
+    ids: list  # source conversation ids, one per conversation in the chunk
+    status: list  # None when kept, else (reason, detail)
+    lengths: np.ndarray  # token count per kept conversation
+    tokens: np.ndarray
+    masks: np.ndarray
+    control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
+    seconds: tuple = (0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing (profiling)
+
+
+def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarray) -> ChunkResult:
+    """Read and encode the source rows ``indices`` (in a worker, or inline with one worker)."""
+    ids, status = [], []
+    texts, spans, kept = [], [], []  # kept: position in the chunk of each text
+    control = []
+    t0 = time.perf_counter()
+    items = source.take(indices)
+    t1 = time.perf_counter()
+    for item in items:
+        if isinstance(item, RowError):
+            ids.append(item.row_id)
+            status.append((item.reason, item.detail))
+            continue
+        conv_id, messages = item
+        ids.append(conv_id)
+        try:
+            text, text_spans = encoder.prepare(messages)
+        except Skip as skip:
+            status.append((skip.reason, skip.detail))
+            continue
+        if encoder.has_control_text(messages):
+            control.append(len(status))
+        status.append(None)
+        kept.append(len(status) - 1)
+        texts.append(text)
+        spans.append(text_spans)
+    t2 = time.perf_counter()
+    batch = encoder.vocab.encode_masked_batch(texts, spans)
+    for i, message in batch.errors.items():
+        status[kept[i]] = ("invalid_unicode", message)
+    if batch.errors:  # control text is counted for kept conversations only
+        control = [p for p in control if status[p] is None]
+    lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
+    seconds = (t1 - t0, t2 - t1, time.perf_counter() - t2)
+    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds)
+
+
+class Walk:
+    """The walk over the source in permutation order: skips and control text are counted as the packer reaches
+    them (``pulled(n)``: ``n`` kept conversations pulled; ``None``: the source ended), as if conversations were
+    pulled one by one; with ``strict`` the first skip reached is the error."""
+
+    def __init__(self, stats: BuildStats, strict: bool = False):
+        self.stats, self.strict = stats, strict
+        self.chunks: deque = deque()  # chunks not yet walked past: [first row, kept rows, skips, control, next skip, next control]
+        self.rows = 0  # source rows handed to the packer
+        self.kept = 0
+        self.unchecked: deque = deque()  # ids of kept conversations not yet pulled (checked for duplicates)
+        self.checked = 0
+
+    def add(self, result: ChunkResult) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+        """Register a chunk; its kept conversations ``(ids, lengths, tokens, masks)`` for the packer."""
+        kept = [p for p, status in enumerate(result.status) if status is None]
+        index = {p: self.kept + i for i, p in enumerate(kept)}
+        skips = [(self.rows + p, status, result.ids[p]) for p, status in enumerate(result.status) if status is not None]
+        control = sorted(index[p] for p in result.control_text)
+        self.chunks.append([self.rows, np.array(kept, dtype=np.int64) + self.rows, skips, control, 0, 0])
+        self.rows += len(result.status)
+        self.kept += len(kept)
+        ids = [result.ids[p] for p in kept]
+        self.unchecked.extend(ids)
+        return ids, result.lengths, result.tokens, result.masks
+
+    def pulled(self, n: int | None) -> None:
+        stats = self.stats
+        if n is None:
+            upto, n = self.rows, self.kept
+        else:
+            upto = stats.reached  # conversation n was in a chunk already walked past
+            first_kept = self.kept - sum(len(c[1]) for c in self.chunks)
+            for chunk in self.chunks:
+                if 0 < n - first_kept <= len(chunk[1]):
+                    upto = int(chunk[1][n - first_kept - 1]) + 1
+                    break
+                first_kept += len(chunk[1])
+        while self.chunks:
+            chunk = self.chunks[0]
+            start, kept_rows, skips, control = chunk[:4]
+            while chunk[4] < len(skips) and skips[chunk[4]][0] < upto:
+                _, (reason, detail), conv_id = skips[chunk[4]]
+                if self.strict:
+                    raise UsageError(f"--strict: conversation {conv_id!r}: {reason}: {detail}")
+                stats.skipped[reason] += 1
+                chunk[4] += 1
+            while chunk[5] < len(control) and control[chunk[5]] < n:
+                stats.control_text += 1  # counted as reached, like the skips
+                chunk[5] += 1
+            end = start + len(kept_rows) + len(skips)
+            if end > upto or chunk[5] < len(control):
+                break
+            self.chunks.popleft()
+        stats.reached = upto
+        while self.checked < n:  # two packed conversations with one id: provenance cannot tell them apart
+            conv_id = self.unchecked.popleft()
+            self.checked += 1
+            if conv_id in stats.ids_seen:
+                stats.duplicate_ids += 1
+            else:
+                stats.ids_seen.add(conv_id)
+
+
+def encoded_chunks(
+    encoder: ConversationEncoder, source: Source, order: np.ndarray, workers: int, walk: Walk,
+    seconds: Counter | None = None,
+) -> Iterator[tuple[list, np.ndarray, np.ndarray, np.ndarray]]:
+    """Each chunk's kept conversations ``(ids, lengths, tokens, masks)`` in ``order``, for
+    :func:`~sftpack.builder.pack.pack_chunks`; ``walk`` counts the skips. ``seconds`` (profiling) sums the parent's wait
+    for results and the workers' seconds by stage."""
+    chunks = (order[i : i + CHUNK] for i in range(0, len(order), CHUNK))
+    seconds = seconds if seconds is not None else Counter()
+
+    def consume(result: ChunkResult):
+        for stage, spent in zip(("worker_read_s", "worker_prepare_s", "worker_tokenize_s"), result.seconds):
+            seconds[stage] += spent
+        yield walk.add(result)
+
+    # A memory-mapped source is read in a worker even with one: a file cut short under its map kills the reader
+    # with SIGBUS, which the parent then outlives to explain (and to remove the temporaries).
+    if workers <= 1 and not getattr(source, "memory_mapped", False):
+        for chunk in chunks:
+            yield from consume(encode_chunk(encoder, source, chunk))
+        return
+
+    # Forked workers inherit the loaded tokenizer and the (memory-mapped) source (nothing is pickled); tasks carry
+    # only row indices. Signals are only recorded while they run and raised at the pool's checks (sftpack.builder.interrupts).
+    with interrupts.deferred(), WorkerPool(max(workers, 1), partial(encode_chunk, encoder, source)) as pool:
+        results = pool.imap(chunks, depth=3 * workers)
+        while True:
+            t = time.perf_counter()
+            result = next(results, None)
+            seconds["result_wait_s"] += time.perf_counter() - t
+            if result is None:
+                return
+            yield from consume(result)
+
+
+def _usable_cores() -> int:
+    # the CPUs this process may run on (a container's limit), not every CPU of the host
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def permutation(n: int, seed: int) -> np.ndarray:
+    """The order of source rows: ``numpy.random.default_rng(seed).permutation(n)`` (README "Packing and hash specification", item 1), which is
+    the order of ``datasets.Dataset.shuffle(seed=seed)``."""
+    return np.random.default_rng(seed).permutation(n)
+
+
+def build(config: BuildConfig, *, vocab: Vocab | None = None, source: Source | None = None) -> BuildRecord:
+    """Build the rows and write ``OUT/NAME.parquet`` + ``OUT/NAME.build.yaml``; returns the build record.
+
+    ``vocab`` and ``source``: ready objects to build with instead of loading the profile's tokenizer / opening
+    ``config.source`` (the record describes them as they describe themselves).
+
+    SIGINT (and SIGTERM under the command line) before the final renames raises
+    :class:`sftpack.builder.interrupts.Interrupted` with nothing written; one after them leaves a complete build."""
+    with interrupts.guarded():
+        return _build(config, vocab, source)
+
+
+def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> BuildRecord:
+    profile = load_profile(config.model)
+    resolved = config.resolved(profile.defaults)
+    rows, row_tokens, seed = resolved["rows"], resolved["row_tokens"], resolved["seed"]
+    every_row = rows == ALL
+    workers = config.workers or _usable_cores()
+    revision = config.dataset_revision or TULU_REVISION
+    if revision != TULU_REVISION and not config.allow_unpinned:
+        raise UsageError(
+            f"--dataset-revision {config.dataset_revision} is not the pinned {TULU_REPO} revision {TULU_REVISION}; "
+            "pass --allow-unpinned to build from it anyway"
+        )
+    name = config.name or profile.build_name
+    row_format = get_row_format(config.format)
+    outputs = OutputFiles(config.out, name, config.overwrite, row_format.suffix)
+    with outputs:  # check the output directory before the slow steps
+        # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
+        # is only downloaded once the tokenizer has passed its pin checks.
+        clock = _Clock()
+        if source is None and config.source != "hub":
+            source = open_source(config.source, revision=revision)
+        clock.mark("open_source_s")
+        if vocab is None:
+            vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
+        clock.mark("load_vocab_s")
+        encoder = make_encoder(profile, vocab)
+        clock.mark("choose_renderer_s")
+        source = source or open_source(config.source, revision=revision)
+        order = permutation(len(source), seed)
+        clock.mark("open_hub_and_permute_s")
+        stats = BuildStats()
+        writer = new_row_writer(config.format, outputs.tmp_parquet, row_tokens, name)
+        progress = Progress(None if every_row else rows, len(source), row_tokens, stats, config.progress)
+        walk = Walk(stats, config.strict)
+        stream = encoded_chunks(encoder, source, order, workers, walk, clock.seconds)
+        try:
+            for row in pack_chunks(stream, row_tokens, vocab.eos_id, stats, walk.pulled):
+                writer.write(row)
+                progress.row()
+                if writer.rows == rows:
+                    break
+            stream.close()
+            clock.mark("loop_s")
+        except BaseException as e:
+            writer.abort()
+            if isinstance(e, WorkerDied):  # a worker reading a memory map cut short dies of SIGBUS: say why
+                raise UsageError(getattr(source, "changed", lambda: None)() or f"{e}; nothing written") from None
+            raise
+        finally:
+            stream.close()  # stops the workers now, also when an error is on its way
+            progress.close()
+        try:
+            interrupts.check()  # a signal recorded while the workers were being stopped
+            if every_row and writer.rows == 0:
+                raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "
+                                 f"{stats.rows_dropped_unsupervised} rows without targets; a row is {row_tokens:,} tokens)"
+                                 + _top_skips(stats))
+            if not every_row and writer.rows < rows:
+                raise UsageError(f"source exhausted after {writer.rows} rows (asked for {rows})" + _top_skips(stats))
+            parquet_sha256, parquet_bytes = writer.close()
+            clock.mark("close_s")
+            record = make_record(
+                profile=profile, vocab=vocab, encoder=encoder, source=source, name=name, rows=writer.rows,
+                row_tokens=row_tokens, seed=seed, rows_sha256=writer.rows_sha256, supervised=writer.supervised,
+                stats=stats, parquet=(parquet_sha256, parquet_bytes), every_row=every_row,
+            )
+            outputs.commit(record)
+        except BaseException:
+            writer.abort()  # its file is open: a full disk gets its space back only once it is closed
+            raise
+        clock.mark("commit_s")
+    clock.report(workers, writer, record)
+    return record
+
+
+def _top_skips(stats: BuildStats) -> str:
+    if not stats.skipped:
+        return ""
+    top = ", ".join(f"{reason} {n:,}" for reason, n in stats.skipped.most_common(3))
+    return f"; {sum(stats.skipped.values()):,} of the {stats.reached:,} conversations reached were skipped ({top})"
+
+
+class _Clock:
+    """Where a build's wall time goes, for ``benchmarks/build_bench.py``: written as JSON to the file named by
+    ``SFTPACK_TIMINGS`` when it is set (never into the outputs, which must not depend on time)."""
+
+    def __init__(self):
+        self.last = time.perf_counter()
+        self.phases: dict[str, float] = {}
+        self.seconds: Counter = Counter()  # the parent's wait for results, the workers' seconds by stage
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = now - self.last
+        self.last = now
+
+    def report(self, workers: int, writer: RowSink, record: BuildRecord) -> None:
+        path = os.environ.get("SFTPACK_TIMINGS")
+        if not path:
+            return
+        import json
+
+        parent = {**self.phases, **{k: v for k, v in self.seconds.items() if not k.startswith("worker_")},
+                  **{f"writer_{k}": v for k, v in writer.timings.items()}}
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump({"workers": workers, "parent": parent,
+                       "workers_total": {k: v for k, v in self.seconds.items() if k.startswith("worker_")},
+                       "tokens": record.counts.total_tokens, "rows": record.rows}, f, indent=1)
+
+
+class Progress:
+    """The bar on stderr: rows written, conversations read and tokens/s; with ``--rows all`` (``rows`` None) the
+    bar is the fraction of the source's conversations consumed, since the number of rows is not known ahead."""
+
+    def __init__(self, rows: int | None, source_rows: int, row_tokens: int, stats: BuildStats, enabled: bool):
+        from tqdm import tqdm
+
+        self.stats, self.row_tokens, self.every_row = stats, row_tokens, rows is None
+        total, unit = (source_rows, "conv") if self.every_row else (rows, "row")
+        self.bar = tqdm(total=total, unit=unit, desc="sftpack build", file=sys.stderr, disable=not enabled,
+                        dynamic_ncols=True)
+        self.rows = 0
+        self._start = self._shown = time.monotonic()
+
+    def row(self) -> None:
+        self.rows += 1
+        if self.bar.disable:
+            return
+        if self.every_row:
+            self.bar.update(self.stats.reached - self.bar.n)
+        else:
+            self.bar.update(1)
+        now = time.monotonic()
+        if now - self._shown >= 0.5:  # formatting on every row would cost more than the rows at 16 workers
+            self._shown = now
+            rate = self.rows * self.row_tokens / max(now - self._start, 1e-9)
+            what = f"{self.rows:,} rows" if self.every_row else f"{self.stats.reached:,} conv"
+            self.bar.set_postfix_str(f"{what}, {rate / 1e6:.2f} Mtok/s", refresh=False)
+
+    def close(self) -> None:
+        if self.every_row and not self.bar.disable:
+            self.bar.update(self.stats.reached - self.bar.n)
+        self.bar.close()

@@ -1,0 +1,223 @@
+"""The build's counts (:class:`BuildStats`) and the build record (:class:`BuildRecord`, ``OUT/NAME.build.yaml``).
+
+The stages update one :class:`BuildStats`; :func:`make_record` turns it and what the build used into a
+:class:`BuildRecord`, whose ``to_yaml()`` is the file and ``from_yaml()`` reads one back (the summary,
+``verify`` and ``inspect`` read records through it). The first fields are the recipe's
+``workload.dataset.build`` block, in its order; the YAML's key order is the field order.
+
+    >>> r = BuildRecord.from_yaml("name: x\\nrows: 2\\nrows_sha256: ab\\ncounts: {supervised_tokens: 5}\\n", partial=True)
+    >>> r.name, r.rows, r.counts.supervised_tokens, r.counts.skipped, r["rows"]
+    ('x', 2, 5, None, 2)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from sftpack.base.errors import UsageError
+from sftpack.base.safe_yaml import load_file, load_text
+from sftpack.base.version import sftpack_version
+
+
+@dataclass
+class BuildStats:
+    """Exact counts, updated as the build goes: the walk over the source (``reached``, ``skipped``,
+    ``control_text``), packing (``conversations``, ``rows_kept``, ``rows_dropped_unsupervised``)."""
+
+    skipped: Counter = field(default_factory=Counter)
+    control_text: int = 0
+    reached: int = 0  # source rows reached in the order (kept + skipped)
+    conversations: int = 0
+    rows_kept: int = 0
+    rows_dropped_unsupervised: int = 0
+    tail_tokens: int = 0  # tokens of the partial last row once the stream ended (--rows all drops them)
+    duplicate_ids: int = 0  # kept conversations whose id an earlier kept one had
+    ids_seen: set = field(default_factory=set, repr=False)
+
+
+class Ratio(float):
+    """A ratio written with 6 decimals in the build record (README "Packing and hash specification", item 7)."""
+
+
+class _Section:
+    """A nested mapping of the record, typed; ``from_dict(partial=True)`` leaves absent keys None. Keys in
+    ``OPTIONAL`` are written only when set and may be absent (records written before them)."""
+
+    OPTIONAL: tuple = ()
+
+    def to_dict(self) -> dict:
+        return {f.name: _plain(getattr(self, f.name)) for f in fields(self)
+                if f.name not in self.OPTIONAL or getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_dict(cls, data, where: str, partial: bool = False):
+        if not isinstance(data, dict):
+            if partial:
+                data = {}
+            else:
+                raise UsageError(f"{where}: not a mapping")
+        values = {}
+        for f in fields(cls):
+            if f.name not in data and not partial and f.name not in cls.OPTIONAL:
+                raise UsageError(f"{where}: key '{f.name}' is missing")
+            value = data.get(f.name)
+            section = _SECTIONS.get(f.name)
+            values[f.name] = section.from_dict(value, f"{where}.{f.name}", partial) if section else value
+        return cls(**values)
+
+
+def _plain(value):
+    return value.to_dict() if isinstance(value, _Section) else value
+
+
+@dataclass
+class DatasetInfo(_Section):
+    name: str | None
+    source: str | None
+    revision: str | None
+    source_rows: int | None
+
+
+@dataclass
+class Counts(_Section):
+    supervised_tokens: int | None
+    total_tokens: int | None
+    conversations_packed: int | None
+    source_rows_reached: int | None
+    rows_dropped_without_targets: int | None
+    conversations_with_control_text: int | None
+    skipped: dict | None
+    tail_tokens_dropped: int | None = None  # --rows all only: the tokens of the dropped partial last row
+    duplicate_ids: int | None = None  # packed conversations whose id an earlier packed one had (absent: none)
+
+    OPTIONAL = ("tail_tokens_dropped", "duplicate_ids")  # a --rows N record without duplicates stays as it was
+
+
+@dataclass(eq=False)
+class BuildRecord(_Section, Mapping):
+    """``OUT/NAME.build.yaml``. A read-only mapping too (``record["counts"]["skipped"]``), as the dict it was."""
+
+    name: str
+    tokenizer: str
+    loss_mask: str
+    rows: int
+    row_tokens: int
+    padding_tokens: int
+    seed: int
+    packing: str
+    supervised_token_ratio: float
+    parquet_sha256: str
+    parquet_bytes: int
+    builder: str
+    rows_sha256: str
+    model: str
+    dataset: DatasetInfo
+    counts: Counts
+    tokenizer_files: dict
+    tokenizer_source: str
+    pins: dict
+    pinned: bool  # the recipe's exact inputs: pinned tokenizer files and dataset
+    tokenizer_pinned: bool
+    dataset_pinned: bool
+    eos_token: str
+    eos_token_id: int
+    renderer: str
+    versions: dict
+
+    def __getitem__(self, key):
+        return self.to_dict()[key]
+
+    def __iter__(self):
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(fields(self))
+
+    def to_yaml(self) -> str:
+        return yaml.dump(self.to_dict(), Dumper=_RecordDumper, sort_keys=False, allow_unicode=True, width=120)
+
+    @classmethod
+    def from_yaml(cls, text: str, *, where: str = "build record", partial: bool = False):
+        """A record read back; ``partial``: absent keys are None (a hand-edited or foreign record). The YAML is
+        read with :mod:`sftpack.base.safe_yaml`'s limits (a record beside a rows file may be hostile)."""
+        return cls.from_dict(load_text(text, where), where, partial)
+
+
+_SECTIONS = {"dataset": DatasetInfo, "counts": Counts}
+
+
+class _RecordDumper(yaml.SafeDumper):
+    pass
+
+
+def _str_presenter(dumper, data):
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
+
+
+_RecordDumper.add_representer(str, _str_presenter)
+_RecordDumper.add_representer(np.int64, lambda d, v: d.represent_int(int(v)))
+_RecordDumper.add_representer(Ratio, lambda d, v: d.represent_scalar("tag:yaml.org,2002:float", f"{v:.6f}"))
+
+
+def record_path_beside(parquet) -> Path:
+    """``NAME.build.yaml`` beside ``NAME.parquet`` (or a rows file of another format)."""
+    from sftpack.rows.formats import stem_of
+
+    return Path(parquet).with_name(f"{stem_of(parquet)}.build.yaml")
+
+
+def read_record_beside(parquet) -> BuildRecord | None:
+    """The build record beside a rows file, read partially (absent keys None), or None when there is no
+    readable one (``inspect`` only wants a hint from it)."""
+    path = record_path_beside(parquet)
+    try:
+        return BuildRecord.from_dict(load_file(path), str(path), partial=True)
+    except UsageError:  # absent, unreadable, too large, hostile or not a record
+        return None
+
+
+def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_tokens: int, seed: int,
+                rows_sha256: str, supervised: int, stats: BuildStats, parquet: tuple[str, int],
+                every_row: bool = False) -> BuildRecord:
+    """The record of a finished build: what it was asked (``name``, ``rows``, ...), what it used (``profile``,
+    ``vocab``, ``encoder``, ``source``), what it wrote (``rows_sha256``, ``supervised`` tokens, ``parquet`` =
+    (sha256, bytes)) and ``stats``. ``every_row``: ``--rows all`` (``rows`` is then the rows the source gave)."""
+    from sftpack.families.profiles import TULU_REPO, TULU_REVISION
+
+    info = vocab.info
+    tokenizer_pinned = bool(info.pins) and all(state == "match" for state in info.pins.values()) and info.source == "hub"
+    hub = source.info.location == "hub"
+    dataset_pinned = hub and source.info.revision == TULU_REVISION
+    total = rows * row_tokens
+    files = "; ".join(f"{f} sha256 {h}" for f, h in info.files.items())
+    packing = ("source conversations in a seeded global permutation, concatenated with an EOS token "
+               f"({vocab.eos_token}) between them and cut into consecutive {row_tokens:,}-token rows; "
+               "rows without supervised targets are skipped"
+               + ("; every full row until the source ended (--rows all), the partial last row dropped" if every_row else ""))
+    return BuildRecord(
+        name=name, tokenizer=f"{info.description} ({files})", loss_mask=profile.loss_mask, rows=rows,
+        row_tokens=row_tokens, padding_tokens=0, seed=seed, packing=packing,
+        supervised_token_ratio=Ratio(round(supervised / total, 6)), parquet_sha256=parquet[0], parquet_bytes=parquet[1],
+        builder=f"sftpack {sftpack_version()} (sftpack build --model {profile.model})", rows_sha256=rows_sha256,
+        model=profile.model,
+        dataset=DatasetInfo(name="Tulu 3 SFT mixture" if hub else source.info.dataset,
+                            source=TULU_REPO if hub else source.info.location, revision=source.info.revision,
+                            source_rows=len(source)),
+        counts=Counts(supervised_tokens=int(supervised), total_tokens=total, conversations_packed=stats.conversations,
+                      source_rows_reached=stats.reached, rows_dropped_without_targets=stats.rows_dropped_unsupervised,
+                      conversations_with_control_text=stats.control_text, skipped=dict(sorted(stats.skipped.items())),
+                      tail_tokens_dropped=stats.tail_tokens if every_row else None,
+                      duplicate_ids=stats.duplicate_ids or None),
+        tokenizer_files=dict(info.files), tokenizer_source=info.source, pins=dict(info.pins),
+        pinned=tokenizer_pinned and dataset_pinned, tokenizer_pinned=tokenizer_pinned, dataset_pinned=dataset_pinned,
+        eos_token=vocab.eos_token, eos_token_id=int(vocab.eos_id), renderer=encoder.renderer_description,
+        versions={"sftpack": sftpack_version(), "pyarrow": version("pyarrow"), "tiktoken": version("tiktoken"),
+                  "tokenizers": version("tokenizers")},
+    )

@@ -1,0 +1,79 @@
+"""Read source conversations in Tulu 3's schema (``id``, ``messages``, ``source``) with random access.
+
+The build walks a seeded permutation of the whole source, so a source must answer ``len()`` and
+``take(indices)``. Large sources stay on disk (memory-mapped Arrow, or line offsets into a JSONL file): only
+the conversations the rows need are ever read.
+
+    >>> src = open_source("sample")
+    >>> conv_id, messages = src.take([0])[0]
+    >>> len(src), messages[0]["role"] in ("system", "user")
+    (3000, True)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sftpack.base.errors import UsageError
+from sftpack.builder.source.base import (
+    RESERVED_ID_PREFIX,
+    RowError,
+    Source,
+    SourceChanged,
+    SourceInfo,
+    generated_id,
+    source_id,
+)
+from sftpack.builder.source.jsonl import JsonLinesSource
+from sftpack.builder.source.memory import ListSource, source_from_rows
+from sftpack.builder.source.table import TableSource, open_hub, open_parquet, read_arrow
+from sftpack.families.profiles import TULU_REVISION
+
+__all__ = ["JsonLinesSource", "ListSource", "RESERVED_ID_PREFIX", "RowError", "SAMPLE_PATH", "Source", "SourceChanged",
+           "SourceInfo", "TableSource", "generated_id", "open_source", "source_from_rows", "source_id"]
+
+SAMPLE_PATH = Path(__file__).resolve().parents[2] / "data" / "tulu3_sample.parquet"
+
+
+def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
+    """``hub`` (the pinned Tulu 3 mixture), ``sample`` (bundled synthetic sample), or a path: ``.parquet``,
+    ``.jsonl``, ``.json``, ``.arrow`` or a directory of parquet shards."""
+    if spec == "hub":
+        return open_hub(revision)
+    if spec == "sample":
+        return TableSource(pq.read_table(SAMPLE_PATH), SourceInfo("sftpack synthetic Tulu-schema sample", "sample"))
+    path = Path(spec)
+    if not path.exists():
+        raise UsageError(f"--source {spec}: no such file or directory (use hub, sample, or a path)")
+    info = SourceInfo(path.name, "file")
+    try:
+        if path.is_dir():
+            shards = sorted(p for p in path.glob("*.parquet") if not p.name.startswith((".", "_")))
+            if not shards:
+                raise UsageError(f"--source {spec}: the directory holds no .parquet files")
+            return open_parquet(shards, info)
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            return open_parquet([path], info)
+        if suffix == ".jsonl":
+            return JsonLinesSource(path, info)
+        if suffix == ".json":
+            with open(path, encoding="utf-8-sig") as f:
+                rows = json.load(f)
+            if not isinstance(rows, list):
+                raise UsageError(f"--source {spec}: a .json source must hold a list of rows")
+            return ListSource(rows, info)
+        if suffix == ".arrow":
+            table, mapped = read_arrow(path)
+            return TableSource(table, info, [mapped])
+    except UsageError:
+        raise
+    except (OSError, ValueError, RecursionError, pa.ArrowException) as e:  # RecursionError: a deeply nested .json
+        raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {str(e)[:300]})") from e
+    raise UsageError(f"--source {spec}: unsupported file type (use .parquet, .jsonl, .json, .arrow or a directory)")
+
+

@@ -1,0 +1,100 @@
+"""What every source shares: the ``Source`` interface, the error a row that cannot be read becomes, and the
+row ids (given, or made from the row's position)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sftpack.base.errors import UsageError
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# Ids sftpack makes for rows without one live under this prefix, and a real id under it is skipped
+# (``id_reserved``): a generated id can then never be a real row's id, whichever rows a build reaches.
+RESERVED_ID_PREFIX = "sftpack:"
+
+
+def generated_id(k: int) -> str:
+    """The id of source row ``k`` when it has none (absent or null), also the name of an unreadable row.
+
+    >>> generated_id(17)
+    'sftpack:source-row-17'
+    """
+    return f"{RESERVED_ID_PREFIX}source-row-{k}"
+
+
+def source_id(value, k: int, where: str, name: str | None = None) -> "str | RowError":
+    """The id a row's ``id`` value gives: a string as is, an integer in decimal, :func:`generated_id` when
+    absent or null; a :class:`RowError` for anything else (a bool, float, list, object: ``id_not_string``), for
+    a string under :data:`RESERVED_ID_PREFIX` (``id_reserved``) and for one holding a lone surrogate
+    (``invalid_unicode``). ``where`` names the row in the detail and ``name`` (default: the generated id) in
+    ``--strict``'s message.
+
+    >>> source_id(7, 3, "row 3"), source_id(None, 3, "row 3")
+    ('7', 'sftpack:source-row-3')
+    >>> source_id("sftpack:source-row-9", 3, "row 3").reason
+    'id_reserved'
+    """
+    if value is None:
+        return generated_id(k)
+    if isinstance(value, str):
+        if value.startswith(RESERVED_ID_PREFIX):
+            return RowError("id_reserved", f"{where}: the id {value[:60]!r} starts with {RESERVED_ID_PREFIX!r}, "
+                            "which sftpack keeps for the ids it gives rows without one", name or generated_id(k))
+        if _SURROGATE.search(value):  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
+            return RowError("invalid_unicode", f"{where}: the id holds a lone surrogate", name or generated_id(k))
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return RowError("id_not_string", f"{where}: the id is {_a(json_type(value))}", name or generated_id(k))
+
+
+class SourceChanged(UsageError):
+    """The source file was cut short (or grew) while the build read it."""
+
+
+class RowError(Exception):
+    """One source row is unreadable (bad JSON, not an object); the build skips and counts it."""
+
+    def __init__(self, reason: str, detail: str, row_id: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+        self.row_id = row_id
+
+
+@dataclass
+class SourceInfo:
+    dataset: str  # "allenai/tulu-3-sft-mixture", "sample", or the file name
+    location: str  # "hub", "sample", "file"
+    revision: str | None = None
+
+
+class Source:
+    info: SourceInfo
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def take(self, indices) -> list[tuple[str, object]]:
+        """``(id, messages)`` of each row; ``messages`` is returned as stored (checked later), or a
+        :class:`RowError` in place of the pair for a row that cannot be read at all."""
+        raise NotImplementedError
+
+    memory_mapped = False  # whether reading touches a memory map (a file cut short under it: SIGBUS)
+
+    def changed(self) -> str | None:
+        """Why the files behind the source no longer match what was opened, if they do not (workers that read
+        a memory map cut short die of SIGBUS; the parent asks this to say why)."""
+        return None
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def json_type(value) -> str:
+    return {bool: "boolean", float: "number", list: "array", dict: "object", str: "string", int: "number",
+            type(None): "null"}.get(type(value), type(value).__name__)

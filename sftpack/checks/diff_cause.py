@@ -1,0 +1,371 @@
+"""Why two rows files differ: the first difference classified from the rows around it (``sftpack diff``).
+
+A context is a few consecutive rows from the first differing row on, flattened into one token stream per
+side (rows are consecutive cuts of the packed stream, so a shift shows across their boundaries), with the
+provenance of those rows and of the row before. The causes, in the order they are told apart:
+
+- ``loss_mask``: the tokens are the same, the masks are not (a loss-mask rule or ``step_loss_mask``);
+- ``skipped_rows`` / ``seed`` / ``source_revision`` / ``order``: another conversation stands at the place
+  (provenance on both sides): one side lacks conversations the other holds next (a skip), or the order is
+  another permutation (the build records' seed or dataset say which);
+- ``eos``: the separator between conversations differs, or one side has an EOS more or less (a shift by 1);
+- ``tokenizer`` / ``template`` / ``tokens``: the same conversation at the same place with other tokens:
+  decoding both sides (each with its own tokenizer) tells one tokenization of the same text from another text;
+- ``shift``: without provenance, one side equals the other shifted by k tokens from the difference on.
+
+    >>> import numpy as np
+    >>> _shift(np.array([1, 2, 9, 9, 3, 4, 5, 6]), np.array([1, 2, 3, 4, 5, 6, 7, 8]), 2, 4, window=3)
+    (2, 4)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+SHIFT_WINDOW = 32  # tokens that must agree after a shift before a shift is considered at all
+TEMPLATE_FILES = {"chat_template.jinja"}
+BOTH_FILES = {"tokenizer_config.json"}  # holds the chat template and the special tokens: tells neither alone
+
+
+def _shift(x: np.ndarray, y: np.ndarray, p: int, max_shift: int, window: int = SHIFT_WINDOW):
+    """Smallest k in 1..max_shift with ``x[p+k:] == y[p:]`` over ``window`` tokens, and for how many tokens
+    the two then agree (at most to the end of either stream); None when there is none."""
+    w = min(window, len(y) - p, len(x) - p - 1)
+    if w < min(8, window):  # too few tokens left to tell a shift from chance
+        return None
+    seg = x[p + 1 : p + 1 + max_shift + w - 1]
+    if len(seg) < w:
+        return None
+    hits = np.flatnonzero((sliding_window_view(seg, w) == y[p : p + w]).all(axis=1))
+    if not len(hits):
+        return None
+    k = int(hits[0]) + 1
+    n = min(len(x) - p - k, len(y) - p)
+    bad = np.flatnonzero(x[p + k : p + k + n] != y[p : p + n])
+    return k, int(bad[0]) if len(bad) else n
+
+
+def stream_pieces(ctx: dict) -> list[dict]:
+    """Provenance pieces of the context rows in stream order, with flat positions (row ``ctx.row`` starts at 0)."""
+    out = []
+    for k in sorted(ctx["provenance"]):
+        base = (k - ctx["row"]) * ctx["width"]
+        for p in ctx["provenance"][k].pieces():
+            out.append({**p, "row": k, "end": p["start"] + p["length"], "flat": base + p["start"],
+                        "flat_end": base + p["start"] + p["length"]})
+    return out
+
+
+def _at(pieces: list[dict], pos: int) -> tuple[int | None, bool]:
+    """(index of the piece covering flat ``pos``, False), or (index of the piece before it, True) in a gap
+    (a gap is an EOS the packer wrote)."""
+    before = None
+    for i, p in enumerate(pieces):
+        if p["flat"] <= pos < p["flat_end"]:
+            return i, False
+        if p["flat_end"] <= pos:
+            before = i
+    return before, True
+
+
+def _conversations(pieces: list[dict]) -> list[str]:
+    """Conversation ids in stream order (a conversation cut across rows counted once)."""
+    seq = []
+    for p in pieces:
+        if not seq or p["offset"] == 0 or seq[-1] != p["conversation"]:
+            seq.append(p["conversation"])
+    return seq
+
+
+def _token(side, tok: int) -> str:
+    try:  # a tokenizer that does not fit the rows (an id past its vocabulary) shows the id alone
+        text = side.vocab.decode([int(tok)]) if side.vocab is not None else None
+    except Exception:
+        text = None
+    return f"{int(tok)} {text!r}" if text is not None else str(int(tok))
+
+
+def _eos_id(side, contexts=()) -> int | None:
+    """The EOS id of ``side``: its build record's, its tokenizer's, else the token the packer wrote between
+    conversations where a context has provenance (either side: the packing rule is the same)."""
+    if side.record.get("eos_token_id") is not None:
+        return int(side.record["eos_token_id"])
+    if side.vocab is not None:
+        return int(side.vocab.eos_id)
+    for ctx in contexts:
+        pieces = stream_pieces(ctx)
+        for before, after in zip(pieces, pieces[1:]):
+            if before["flat_end"] < after["flat"] and 0 <= before["flat_end"] < len(ctx["tokens"]):
+                return int(ctx["tokens"][before["flat_end"]])
+    return None
+
+
+def describe_first(sa, sb, ca: dict, cb: dict, p: int) -> dict:
+    """Row, position, what differs there, and the conversations around it on both sides."""
+    w = ca["width"]
+    ta, tb, ma, mb = ca["tokens"][:w], cb["tokens"][:w], ca["mask"][:w], cb["mask"][:w]
+    token_diff = np.flatnonzero(ta != tb)
+    out = {
+        "row": ca["row"], "position": p, "what": "tokens" if ta[p] != tb[p] else "loss_mask",
+        "tokens": {"A": int(ta[p]), "B": int(tb[p])}, "token_text": {"A": _token(sa, ta[p]), "B": _token(sb, tb[p])},
+        "loss_mask": {"A": int(ma[p]), "B": int(mb[p])},
+        "row_tokens_identical": not len(token_diff),
+        "first_token_difference": int(token_diff[0]) if len(token_diff) else None,
+        "mask_values_differing_in_row": int((ma != mb).sum()),
+        "conversations": {},
+    }
+    for side, ctx in ((sa, ca), (sb, cb)):
+        if not side.provenance:
+            out["conversations"][side.label] = None
+            continue
+        pieces = stream_pieces(ctx)
+        i, gap = _at(pieces, p)
+        lo = 0 if i is None else max(0, i - 1)
+        around = pieces[lo : (i if i is not None else -1) + 3]
+        out["conversations"][side.label] = [
+            {"conversation": q["conversation"], "row": q["row"], "start": q["start"], "end": q["end"],
+             "offset": q["offset"], "at_difference": (not gap and pieces.index(q) == i)} for q in around]
+        out["conversations"][side.label + "_at_eos"] = gap
+    return out
+
+
+def row_count(sa, sb) -> dict:
+    short, long_ = (sa, sb) if sa.rows < sb.rows else (sb, sa)
+    return {"cause": "row_count", "summary": f"the first {short.rows:,} rows are identical; {long_.label} has "
+            f"{long_.rows - short.rows:,} more ({long_.rows:,} vs {short.rows:,})",
+            "evidence": ["every row both files hold is identical", "built with another --rows, or one file was cut short"],
+            "cannot_tell": []}
+
+
+def classify(sa, sb, ca: dict, cb: dict, p: int, counts: dict) -> dict:
+    """The cause of the first difference at ``p`` of row ``ca.row``, with evidence and what cannot be told."""
+    w = ca["width"]
+    ta, tb = ca["tokens"], cb["tokens"]
+    n = min(len(ta), len(tb))
+    token_diff = np.flatnonzero(ta[:w] != tb[:w])
+    if not len(token_diff):
+        return _mask_cause(sa, sb, ca, cb, counts)
+    q = int(token_diff[0])
+    cannot = [f"{s.label} has no provenance columns: its conversation ids are unknown" for s in (sa, sb) if not s.provenance]
+    cannot += [f"{s.label}: no build record of these rows ({s.record_note})" for s in (sa, sb) if not s.record]
+    shift = _best_shift(ta, tb, q)
+    if sa.provenance and sb.provenance:
+        found = _with_provenance(sa, sb, ca, cb, q, shift)
+    else:
+        found = _without_provenance(sa, sb, ta, tb, q, n, shift, (ca, cb))
+    found.setdefault("evidence", [])
+    found["cannot_tell"] = found.get("cannot_tell", []) + cannot
+    if q != p:
+        found["evidence"].append(f"the loss mask already differs at position {p}, the tokens from position {q}")
+    return found
+
+
+def _best_shift(ta, tb, q):
+    """(who has extra tokens, k, tokens agreeing after the shift) or None: the smaller of the two directions."""
+    max_shift = max(len(ta), len(tb)) - q
+    found = []
+    for extra, x, y in (("A", ta, tb), ("B", tb, ta)):
+        hit = _shift(x, y, q, max_shift)
+        # a real shift agrees to the end of the rows read; a chance match of repeated text soon stops agreeing
+        if hit is not None and hit[1] == min(len(x) - q - hit[0], len(y) - q):
+            found.append((hit[0], extra, hit[1]))
+    if not found:
+        return None
+    k, extra, agree = min(found)
+    return extra, k, agree
+
+
+def _shift_text(shift, ta, tb, q, sa, sb) -> str:
+    extra, k, agree = shift
+    side, tokens = (sa, ta) if extra == "A" else (sb, tb)
+    head = ", ".join(_token(side, t) for t in tokens[q : q + min(k, 3)])
+    return (f"from position {q} on, {'B' if extra == 'A' else 'A'} equals {extra} without the {k:,} "
+            f"token(s) {extra} holds there ({head}{', …' if k > 3 else ''}); they then agree for {agree:,} tokens, "
+            "to the end of the rows compared around it")
+
+
+def _with_provenance(sa, sb, ca, cb, q, shift) -> dict:
+    pa, pb = stream_pieces(ca), stream_pieces(cb)
+    ia, gap_a = _at(pa, q)
+    ib, gap_b = _at(pb, q)
+    seq_a, seq_b = _conversations(pa), _conversations(pb)
+    common = 0
+    while common < min(len(seq_a), len(seq_b)) and seq_a[common] == seq_b[common]:
+        common += 1
+    rest_a, rest_b = seq_a[common:], seq_b[common:]
+    if common == min(len(seq_a), len(seq_b)):
+        ev = [f"the same conversations in the same order on both sides: {', '.join(seq_a[:8])}"
+              + (", …" if len(seq_a) > 8 else "")]
+    else:
+        lo = max(0, common - 1)  # the last conversation both hold, then where they part
+        ev = [f"conversations in stream order from {seq_a[lo]}: A {', '.join(seq_a[lo:lo + 8])}; B {', '.join(seq_b[lo:lo + 8])}"]
+    if shift is not None:
+        ev.append(_shift_text(shift, ca["tokens"], cb["tokens"], q, sa, sb))
+    if rest_a and rest_b:  # another conversation at the same place: the order differs
+        return _order_cause(sa, sb, rest_a, rest_b, shift, ev)
+    here_a = pa[ia]["conversation"] if ia is not None else None
+    here_b = pb[ib]["conversation"] if ib is not None else None
+    ta, tb = ca["tokens"], cb["tokens"]
+    if gap_a and gap_b:
+        ev.insert(0, f"position {q} is the EOS the packer wrote after conversation {here_a} on both sides")
+        return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(sa, ta[q])}, B {_token(sb, tb[q])}",
+                "evidence": ev + _eos_records(sa, sb)}
+    if gap_a != gap_b and shift is not None and shift[1] == 1:
+        extra = "A" if gap_a else "B"
+        return {"cause": "eos", "summary": f"{extra} has an EOS that the other side lacks after conversation "
+                f"{here_a if gap_a else here_b}: the rest is shifted by 1 token", "evidence": ev + _eos_records(sa, sb)}
+    return _token_cause(sa, sb, ca, cb, pa[ia] if ia is not None else None, pb[ib] if ib is not None else None, q, ev)
+
+
+def _order_cause(sa, sb, rest_a, rest_b, shift, ev) -> dict:
+    for lacks, has, r_has, r_lacks in (("B", "A", rest_a, rest_b), ("A", "B", rest_b, rest_a)):
+        for j in range(1, len(r_has)):
+            m = min(len(r_lacks), len(r_has) - j)
+            if m >= min(2, len(r_lacks)) and m and r_has[j : j + m] == r_lacks[:m]:
+                missing = r_has[:j]
+                ev.append(f"{lacks}'s next {m} conversation(s) are {has}'s after {', '.join(missing)}")
+                ev += _skip_records(sa, sb)
+                if shift is not None:
+                    ev.append(f"{has} holds {shift[1]:,} tokens more there: the skipped conversation(s) and EOS")
+                return {"cause": "skipped_rows", "missing": {lacks: missing},
+                        "summary": f"{lacks} lacks conversation(s) {', '.join(missing)} that {has} holds at this place "
+                        "(skipped upstream, or dropped from its source); the order is otherwise the same", "evidence": ev}
+    ev.append(f"A continues with {', '.join(rest_a[:4])}, B with {', '.join(rest_b[:4])}: not one order minus a skip")
+    ra, rb = sa.record, sb.record
+    if ra and rb and ra.get("seed") != rb.get("seed"):
+        ev.append(f"the build records' seeds differ: A {ra.get('seed')}, B {rb.get('seed')}")
+        return {"cause": "seed", "summary": "another permutation of the conversations: a different seed", "evidence": ev}
+    if ra and rb and ra.get("dataset") != rb.get("dataset"):
+        ev.append(f"the build records' datasets differ: A {ra.get('dataset')}, B {rb.get('dataset')}")
+        return {"cause": "source_revision", "summary": "another order of the conversations: a different source "
+                "(revision or row count)", "evidence": ev}
+    cannot = ["seed or source revision: " + ("the build records name the same seed and dataset" if ra and rb
+                                             else "no build record on both sides to compare")]
+    return {"cause": "order", "summary": "another conversation order from here on (seed, source revision or skipped rows)",
+            "evidence": ev, "cannot_tell": cannot}
+
+
+def _skip_records(sa, sb) -> list[str]:
+    ra, rb = sa.record, sb.record
+    if not (ra and rb):
+        return []
+    out = []
+    sk_a, sk_b = (r.get("counts", {}).get("skipped") for r in (ra, rb))
+    if sk_a != sk_b:
+        out.append(f"the build records' skips differ: A {sk_a or {}}, B {sk_b or {}}")
+    if ra.get("seed") == rb.get("seed"):
+        out.append(f"both build records name seed {ra.get('seed')}")
+    return out
+
+
+def _eos_records(sa, sb) -> list[str]:
+    ra, rb = sa.record, sb.record
+    if ra and rb:
+        return [f"the build records' EOS: A {ra.get('eos_token')} ({ra.get('eos_token_id')}), "
+                f"B {rb.get('eos_token')} ({rb.get('eos_token_id')})"]
+    return []
+
+
+def _token_cause(sa, sb, ca, cb, piece_a, piece_b, q, ev) -> dict:
+    """Same conversation at the same place, other tokens: tokenizer (same text) or template (other text)."""
+    conv = (piece_a or piece_b or {}).get("conversation")
+    ev.insert(0, f"the same conversation {conv} stands at position {q} on both sides, with other tokens")
+    files = _file_changes(sa.record, sb.record)
+    if files is not None:
+        ev.append("tokenizer files that differ between the build records: " + (", ".join(files) or "none"))
+    if sa.record and sb.record and sa.record.get("renderer") != sb.record.get("renderer"):
+        ev.append(f"renderers differ: A {sa.record.get('renderer')}; B {sb.record.get('renderer')}")
+    same_text, texts = None, None
+    shared_vocab = sa.vocab is not None and sa.vocab is sb.vocab
+    if sa.vocab is None or sb.vocab is None:
+        ev.append("text not compared: " + "; ".join(s.vocab_note or f"{s.label} not decoded" for s in (sa, sb) if s.vocab is None))
+    elif not (shared_vocab and files):
+        try:
+            texts = [s.vocab.decode(c["tokens"][pc["flat"] : pc["flat_end"]]) if pc else ""
+                     for s, c, pc in ((sa, ca, piece_a), (sb, cb, piece_b))]
+        except Exception as e:  # a tokenizer that does not fit the rows
+            texts = None
+            ev.append(f"text not compared: decoding failed ({type(e).__name__}: {e})")
+    if texts is not None:
+        common = len(_common_prefix(*texts))
+        same_text = common >= min(map(len, texts)) - 4  # a cut token may decode to a replacement character
+        ev.append(f"decoded, {conv}'s text is " + ("the same on both sides (up to where the shorter piece ends)"
+                  if same_text else f"different from character {common}: A {texts[0][common:common + 30]!r}, "
+                  f"B {texts[1][common:common + 30]!r}"))
+    if shared_vocab and files:
+        ev.append("both sides decode with one tokenizer although their tokenizer files differ: text not compared")
+    if same_text is True:
+        return {"cause": "tokenizer", "summary": f"the same text of {conv} tokenized differently: a tokenizer change", "evidence": ev}
+    renderers_differ = bool(sa.record and sb.record and sa.record.get("renderer") != sb.record.get("renderer"))
+    if same_text is None and files and set(files) - TEMPLATE_FILES - BOTH_FILES:
+        return {"cause": "tokenizer", "summary": f"{conv} has other tokens and the build records' tokenizer files differ "
+                f"({', '.join(files)}): a tokenizer change", "evidence": ev}
+    if same_text is False or (same_text is None and files and (set(files) & TEMPLATE_FILES or renderers_differ)):
+        return {"cause": "template", "summary": f"{conv} was rendered to other text: a chat-template (or source text) change",
+                "evidence": ev}
+    return {"cause": "tokens", "summary": f"{conv} has other tokens: a tokenizer or chat-template change", "evidence": ev,
+            "cannot_tell": ["tokenizer or template: no tokenizer decodes both sides, and the build records do not tell "
+                            "(absent, or only tokenizer_config.json differs, which holds both)"]}
+
+
+def _common_prefix(a: str, b: str) -> str:
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return a[:i]
+
+
+def _file_changes(ra: dict, rb: dict) -> list[str] | None:
+    if not (ra and rb):
+        return None
+    fa, fb = ra.get("tokenizer_files") or {}, rb.get("tokenizer_files") or {}
+    return sorted(f for f in set(fa) | set(fb) if fa.get(f) != fb.get(f))
+
+
+def _without_provenance(sa, sb, ta, tb, q, n, shift, contexts) -> dict:
+    ev = []
+    if shift is not None:
+        extra, k, _ = shift
+        side, tokens = (sa, ta) if extra == "A" else (sb, tb)
+        ev.append(_shift_text(shift, ta, tb, q, sa, sb))
+        eos = _eos_id(side, contexts)
+        if k == 1 and eos is not None and tokens[q] == eos:
+            return {"cause": "eos", "summary": f"{extra} has one EOS more at position {q}: the rest is shifted by 1 token",
+                    "evidence": ev}
+        ends = f"; the {k:,} tokens end with an EOS: a conversation and its separator" if eos is not None and tokens[q + k - 1] == eos else ""
+        return {"cause": "shift", "shift": {"extra": extra, "tokens": k},
+                "summary": f"{extra} holds {k:,} tokens more at position {q} (an EOS or a conversation skipped upstream)"
+                f"{ends}", "evidence": ev,
+                "cannot_tell": ["which conversation(s) were skipped: the provenance is missing"]}
+    d = np.flatnonzero(ta[:n] != tb[:n])
+    pairs = {(int(ta[i]), int(tb[i])) for i in d}
+    if len(pairs) == 1:
+        u, v = next(iter(pairs))
+        ev.append(f"every token that differs in the {n:,} tokens compared around it is A {_token(sa, u)} where B has "
+                  f"{_token(sb, v)} ({len(d)} places)")
+        if u == _eos_id(sa, contexts) or v == _eos_id(sb, contexts):
+            return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(sa, u)}, B {_token(sb, v)}",
+                    "evidence": ev + _eos_records(sa, sb)}
+    return {"cause": "tokens", "summary": "other tokens from here on: a tokenizer or template change, or another order",
+            "evidence": ev, "cannot_tell": ["tokenizer/template versus order: without provenance on both sides the "
+                                            "conversations at the place are unknown"]}
+
+
+def _mask_cause(sa, sb, ca, cb, counts) -> dict:
+    w = ca["width"]
+    ma, mb, t = ca["mask"][:w], cb["mask"][:w], ca["tokens"][:w]
+    d = np.flatnonzero(ma != mb)
+    only_a, only_b = int((ma > mb).sum()), int((mb > ma).sum())
+    ev = [f"row {ca['row']}: every token is the same; {len(d)} loss-mask value(s) differ ({only_a} supervised only "
+          f"in A, {only_b} only in B); the first at positions "
+          + ", ".join(f"{i} ({_token(sa, t[i])})" for i in d[:4])]
+    if counts["tokens_differ"] == 0:
+        ev.append(f"no compared row differs in its tokens; {counts['mask_only']:,} differ in the loss mask only")
+    ra, rb = sa.record, sb.record
+    if ra and rb:
+        ev.append(f"the build records name loss-mask rules A {ra.get('loss_mask')}, B {rb.get('loss_mask')}"
+                  + (" (the same name: the rule's file, the builder or the data's step_loss_mask changed)"
+                     if ra.get("loss_mask") == rb.get("loss_mask") else ""))
+    return {"cause": "loss_mask", "summary": "same tokens, another loss mask: a loss-mask rule change (or step_loss_mask)",
+            "evidence": ev, "cannot_tell": [] if (ra and rb) else ["which rule built each side: no build records"]}

@@ -1,0 +1,56 @@
+"""``sftpack verify --rebuild``: build the rows a declaration describes and verify them."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from sftpack.base.errors import UsageError
+from sftpack.builder import interrupts
+from sftpack.checks.verify import Check, rows_mismatch, verify_rows
+
+
+def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | None = None,
+                   workers: int | None = None, progress: bool | None = None, keep: str | Path | None = None,
+                   on_mismatch=None) -> list[Check]:
+    """Build the rows ``declared`` describes into a temporary directory (or ``keep``) and verify them, including
+    the tokenizer files used against the sha256s in the declaration. ``on_mismatch(parquet_path, checks)`` is called
+    while the rebuilt rows still exist when their rows_sha256 does not match (``verify --against``)."""
+    from sftpack.builder.config import BuildConfig
+    from sftpack.builder.pipeline import build
+    from sftpack.families.profiles import TULU_REPO
+
+    model = declared.get("model")
+    if not model:
+        raise UsageError(f"{declared['path']}: names no model (top-level `model:`), so it cannot be rebuilt")
+    missing = [k for k in ("name", "rows", "row_tokens", "seed") if k not in declared]
+    if missing:
+        raise UsageError(f"{declared['path']}: cannot rebuild without {', '.join(missing)}")
+    dataset = declared.get("dataset") or {}
+    if source is None:
+        origin = dataset.get("source")
+        if origin == TULU_REPO:
+            source = "hub"
+        elif origin == "sample":
+            source = "sample"
+        else:
+            raise UsageError(
+                f"{declared['path']}: the rows were built from {dataset.get('name') or origin or 'an unnamed source'}; "
+                "pass --source PATH (the same file) to rebuild them"
+            )
+    revision = dataset.get("revision") if source == "hub" and dataset.get("revision") else None
+    with tempfile.TemporaryDirectory(prefix="sftpack-verify-") as tmp:
+        out = Path(keep) if keep else Path(tmp)
+        build(BuildConfig(
+            model=model, source=source, tokenizer=tokenizer, rows=declared["rows"], row_tokens=declared["row_tokens"],
+            seed=declared["seed"], out=str(out), name=declared["name"], workers=workers, overwrite=False,
+            dataset_revision=revision, progress=sys.stderr.isatty() if progress is None else progress,
+        ))
+        interrupts.reset()  # the rebuild is done; a Ctrl-C from here interrupts the checking
+        checks = verify_rows(declared, out / f"{declared['name']}.parquet")
+        if on_mismatch is not None and rows_mismatch(checks):
+            on_mismatch(out / f"{declared['name']}.parquet", checks)
+    checks.insert(0, Check("rebuilt from", f"model {model}", f"--source {source}" + (f" --tokenizer {tokenizer}" if tokenizer else ""), None,
+                           f"rows written to {keep}" if keep else "in a temporary directory, removed afterwards"))
+    return checks

@@ -1,0 +1,393 @@
+"""``sftpack verify``: prove that a rows parquet holds the rows a recipe (or a build record) declares.
+
+A declaration is either an OpenRecipes recipe (``workload.dataset.rows_sha256`` and
+``workload.dataset.build.{name, rows, row_tokens, ...}``) or the ``NAME.build.yaml`` that ``sftpack build``
+writes (the same fields at top level, plus exact counts, the tokenizer files used and whether they were the
+pinned ones). :func:`verify_rows` recomputes every figure it can from the parquet; :func:`sftpack.checks.rebuild.verify_rebuild`
+first builds the rows the declaration describes. Both return a list of :class:`Check`.
+
+``rows_sha256`` covers the rows (tokens and loss masks) and nothing else; ``parquet_sha256`` covers the
+file's bytes, which also depend on the writer (compression, pyarrow version). Rows that match with a file
+that does not are reported as exactly that.
+
+    >>> _decimals(DeclaredFloat(0.676, "0.676")), _decimals(DeclaredFloat(0.67, "0.6700"))
+    (3, 4)
+    >>> _ratio_matches(2135 / 3072, DeclaredFloat(0.695, "0.695"))
+    True
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from pathlib import Path
+
+from sftpack.base.errors import UsageError
+from sftpack.base.hashing import file_sha256
+from sftpack.base.safe_yaml import SafeLoader, load_file
+from sftpack.builder.record import BuildRecord, record_path_beside
+from sftpack.rows.formats import NotSftpackRows, open_rows_file
+
+# The declared figures, in the order the table shows them.
+FIGURES = ("rows_sha256", "parquet_sha256", "parquet_bytes", "name", "rows", "row_tokens", "padding_tokens",
+           "supervised_token_ratio", "seed", "loss_mask", "tokenizer")
+_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+_FILE_SHA = re.compile(r"([^\s;(),]+) sha256 ([0-9a-fA-F]{64})")
+PARQUET_FIELDS = ("parquet_sha256", "parquet_bytes")
+
+
+@dataclass
+class Check:
+    field: str
+    declared: object
+    measured: object
+    ok: bool | None  # None: informational, or not checkable from what is at hand
+    note: str = ""
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reading a declaration
+
+
+class DeclaredFloat(float):
+    """A float read from YAML that remembers how it was written (``0.676`` declares 3 decimals)."""
+
+    def __new__(cls, value: float, text: str):
+        self = super().__new__(cls, value)
+        self.text = text
+        return self
+
+    def __getnewargs__(self):
+        return float(self), self.text
+
+
+class _Loader(SafeLoader):  # size, depth and alias limits (sftpack.base.safe_yaml)
+    pass
+
+
+def _construct_float(loader, node):
+    return DeclaredFloat(loader.construct_yaml_float(node), node.value)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+
+
+def load_declared(yaml_path: str | Path) -> dict:
+    """The figures a recipe or build record declares, flat: ``rows_sha256``, ``name``, ``rows``, ``row_tokens``,
+    ``padding_tokens``, ``seed``, ``supervised_token_ratio``, ``parquet_sha256``, ``parquet_bytes``,
+    ``loss_mask``, ``tokenizer`` (each present only if declared), plus ``kind`` ("recipe" / "build record"),
+    ``path``, ``model``, ``tokenizer_sha256`` ({file: sha256} from the tokenizer text or record),
+    ``pinned``/``pins``/``tokenizer_source`` (build records), ``supervised_tokens`` (a record's exact count)
+    and ``dataset`` (source / revision). Raises :class:`UsageError` for anything unusable."""
+    path = Path(yaml_path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    data = load_file(path, _Loader)  # size, depth and alias limits before anything is built from it
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a recipe or build record (the YAML is not a mapping)")
+    if isinstance(data.get("workload"), dict):
+        kind = "recipe"
+        dataset = data["workload"].get("dataset")
+        if not isinstance(dataset, dict):
+            raise UsageError(f"{path}: the recipe has no workload.dataset")
+        build = dataset.get("build") if isinstance(dataset.get("build"), dict) else {}
+        fields = {"rows_sha256": dataset.get("rows_sha256"), **{k: build.get(k) for k in FIGURES if k != "rows_sha256"}}
+        where = {k: f"workload.dataset.build.{k}" for k in FIGURES}
+        where["rows_sha256"] = "workload.dataset.rows_sha256"
+        source = {"name": dataset.get("name"), "source": dataset.get("source"), "revision": dataset.get("revision")}
+        extra = {}
+    elif "rows_sha256" in data:
+        kind = "build record"
+        record = BuildRecord.from_dict(data, str(path), partial=True)
+        fields = {k: getattr(record, k) for k in FIGURES}
+        where = {k: k for k in FIGURES}
+        source = record.dataset.to_dict() if isinstance(data.get("dataset"), dict) else {}
+        extra = {
+            "pinned": record.pinned,
+            "pins": record.pins,
+            "tokenizer_source": record.tokenizer_source,
+            "tokenizer_files": record.tokenizer_files,
+            "supervised_tokens": record.counts.supervised_tokens,
+        }
+    else:
+        raise UsageError(
+            f"{path}: neither an OpenRecipes recipe (workload.dataset.rows_sha256) nor an sftpack build record "
+            "(rows_sha256 at top level)"
+        )
+    if fields.get("rows_sha256") is None:
+        raise UsageError(f"{path}: declares no {where['rows_sha256']}: nothing to verify the rows against")
+    _check_types(path, fields, where)
+    declared = {k: v for k, v in fields.items() if v is not None}
+    for key in ("rows_sha256", "parquet_sha256"):  # hex digits compare case-insensitively (sha256sum prints lowercase)
+        if key in declared:
+            declared[key] = declared[key].lower()
+    files = extra.get("tokenizer_files")
+    if isinstance(files, dict) and files:
+        tokenizer_sha256 = {str(k): str(v).lower() for k, v in files.items()}
+    else:
+        tokenizer_sha256 = parse_tokenizer_sha256(declared.get("tokenizer", ""))
+    declared.update(
+        kind=kind,
+        path=str(path),
+        model=data.get("model") if isinstance(data.get("model"), str) else None,
+        tokenizer_sha256=tokenizer_sha256,
+        dataset=source,
+        **{k: v for k, v in extra.items() if k != "tokenizer_files" and v is not None},
+    )
+    return declared
+
+
+def _check_types(path: Path, fields: dict, where: dict) -> None:
+    for key, value in fields.items():
+        if value is None:
+            continue
+        if key in ("rows_sha256", "parquet_sha256"):
+            ok = isinstance(value, str) and bool(_HEX64.fullmatch(value))
+            want = "a 64-digit hex sha256"
+        elif key in ("rows", "row_tokens", "padding_tokens", "seed", "parquet_bytes"):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            want = "an integer"
+        elif key == "supervised_token_ratio":
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            want = "a number"
+        else:
+            ok = isinstance(value, str)
+            want = "a string"
+        if not ok:
+            raise UsageError(f"{path}: {where[key]} is {value!r}, expected {want}")
+
+
+def parse_tokenizer_sha256(text: str) -> dict[str, str]:
+    """``FILE sha256 HEX`` pairs written in a recipe's ``tokenizer`` text.
+
+    >>> parse_tokenizer_sha256("Kimi (revision 7e; tiktoken.model sha256 " + "b" * 64 + "; chat_template.jinja sha256 " + "8" * 64 + ")")
+    {'tiktoken.model': 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', 'chat_template.jinja': '8888888888888888888888888888888888888888888888888888888888888888'}
+    """
+    return {name: hexdigest.lower() for name, hexdigest in _FILE_SHA.findall(text or "")}
+
+
+# --------------------------------------------------------------------------------------------------------
+# Checking
+
+
+def _decimals(value) -> int:
+    text = getattr(value, "text", None) or repr(float(value))
+    try:
+        exponent = Decimal(text.strip()).as_tuple().exponent
+    except InvalidOperation:
+        exponent = Decimal(repr(float(value))).as_tuple().exponent
+    return max(0, -int(exponent))
+
+
+def _ratio_matches(measured: Fraction | float, declared) -> bool:
+    """Equal at the declared precision: ``measured`` rounds (half-up or half-even) to ``declared``."""
+    d = _decimals(declared)
+    text = getattr(declared, "text", None) or repr(float(declared))
+    try:
+        exact = Fraction(Decimal(text.strip()))
+    except InvalidOperation:
+        exact = Fraction(float(declared))
+    return abs(Fraction(measured) - exact) <= Fraction(1, 2 * 10**d)
+
+
+def _load_record_beside(parquet: Path, declared: dict, measured_rows_sha256: str) -> tuple[dict | None, str]:
+    """The build record next to the parquet, if it describes these rows and is not the declaration itself."""
+    path = record_path_beside(parquet)
+    if not path.is_file():
+        return None, "not recorded in the rows; no build record beside the parquet"
+    if Path(declared.get("path", "")).resolve() == path.resolve():
+        return None, "not recorded in the rows (only the build record declares it)"
+    try:
+        record = load_declared(path)
+    except UsageError:
+        return None, f"not recorded in the rows; {path.name} is unreadable"
+    if record["kind"] != "build record" or record.get("rows_sha256") != measured_rows_sha256:
+        return None, f"not recorded in the rows; {path.name} describes other rows"
+    return record, f"from {path.name} (rows_sha256 matches)"
+
+
+def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
+    """Recompute every figure of ``declared`` (from :func:`load_declared`) that the parquet can tell."""
+    parquet = Path(parquet_path)
+    if not parquet.is_file():
+        raise UsageError(f"{parquet}: no such file")
+    rows_file = open_rows_file(parquet)  # NotSftpackRows (exit 2) for a file that is not sftpack rows
+    figures = rows_file.hash()
+    sha, size = file_sha256(parquet)
+    build_name = rows_file.build_name
+    rows, width, supervised = figures["rows"], figures["row_tokens"], figures["supervised_tokens"]
+    record, record_note = _load_record_beside(parquet, declared, figures["rows_sha256"])
+    checks: list[Check] = []
+
+    def add(key, measured, ok=None, note=""):
+        if key not in declared:
+            return
+        value = declared[key]
+        checks.append(Check(key, value, measured, (value == measured) if ok is None and measured is not None else ok, note))
+
+    add("rows_sha256", figures["rows_sha256"], note="tokens + loss masks of every row, in order")
+    add("parquet_sha256", sha, note="the file's bytes")
+    add("parquet_bytes", size)
+    add("name", build_name,
+        note="parquet metadata sftpack.build" if build_name else "the parquet records no build name")
+    add("rows", rows)
+    add("row_tokens", width)
+    add("padding_tokens", 0, note=f"every row holds exactly {width} tokens")
+    if "supervised_token_ratio" in declared:
+        value = declared["supervised_token_ratio"]
+        ratio = Fraction(supervised, rows * width) if rows else Fraction(0)
+        d = _decimals(value)
+        checks.append(Check(
+            "supervised_token_ratio", value, round(float(ratio), max(d, 6)), _ratio_matches(ratio, value),
+            f"{supervised:,} / {rows * width:,}, compared at the declared {d} decimals",
+        ))
+    if "supervised_tokens" in declared:
+        add("supervised_tokens", supervised)
+    for key in ("seed", "loss_mask"):
+        if record is not None and key in record:
+            add(key, record[key], note=record_note)
+        else:
+            add(key, None, ok=None, note=record_note if record is None else "the build record beside says nothing")
+    checks.extend(_tokenizer_checks(declared, record, record_note))
+    checks.append(_pinned_check(declared, record))
+    return checks
+
+
+def _tokenizer_checks(declared: dict, record: dict | None, record_note: str) -> list[Check]:
+    wanted = declared.get("tokenizer_sha256") or {}
+    if not wanted:
+        if "tokenizer" in declared:
+            return [Check("tokenizer", declared["tokenizer"], None, None, "names no file sha256s to check")]
+        return []
+    if record is None:
+        return [Check(f"tokenizer {name} sha256", digest, None, None, record_note) for name, digest in wanted.items()]
+    used = record.get("tokenizer_sha256") or {}
+    out = []
+    for name, digest in wanted.items():
+        got = used.get(name)
+        note = "sha256 of the file the build used" if got else (
+            "the build used no such file: " + (", ".join(used) or "no files recorded"))
+        out.append(Check(f"tokenizer {name} sha256", digest, got, got == digest, note))
+    return out
+
+
+def _pinned_check(declared: dict, record: dict | None) -> Check:
+    """Informational: were the rows built from the pinned tokenizer files? (A build record says so.)"""
+    if record is not None and "pinned" in record:
+        src, where = record, "the build record of these rows"
+    elif declared["kind"] == "build record" and "pinned" in declared:
+        src, where = declared, "this build record"
+    else:
+        return Check("pinned", declared.get("pinned"), None, None,
+                     "unknown: no build record of these rows says which tokenizer files built them")
+    pins = src.get("pins") or {}
+    detail = ", ".join(f"{f} {state}" for f, state in pins.items()) or "no pins"
+    tokenizer_pinned = src.get("tokenizer_pinned", src["pinned"])
+    dataset = src.get("dataset") or {}
+    if src["pinned"]:
+        state = "built from the pinned tokenizer files and the pinned dataset revision"
+    elif tokenizer_pinned:
+        state = f"built from the pinned tokenizer files but NOT the pinned dataset (source {dataset.get('source')}, revision {dataset.get('revision')})"
+    else:
+        state = "NOT built from the pinned tokenizer files"
+    return Check("pinned", declared.get("pinned"), src["pinned"] if src is record else None, None,
+                 f"{where}: {state} (tokenizer {src.get('tokenizer_source', 'source unknown')}; {detail})")
+
+
+def rows_mismatch(checks: list[Check]) -> bool:
+    """True when the rows_sha256 check failed (the rows are not the declared ones)."""
+    return any(c.field == "rows_sha256" and c.ok is False for c in checks)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reporting
+
+
+def verdict(checks: list[Check]) -> tuple[int, str, str]:
+    """``(exit code, status, one-line verdict)``; status is "verified", "rows identical, parquet bytes differ",
+    "rows identical, other figures differ" or "mismatch"."""
+    failed = [c.field for c in checks if c.ok is False]
+    checked = sum(c.ok is not None for c in checks)
+    unchecked = [c.field for c in checks if c.ok is None and c.field not in ("pinned", "rebuilt from")]
+    rows_ok = any(c.field == "rows_sha256" and c.ok for c in checks)
+    if not failed:
+        line = f"VERIFIED: all {checked} checked figures match; the rows are the declared rows"
+        if unchecked:
+            line += f" ({', '.join(unchecked)} not checkable here)"
+        return 0, "verified", line
+    if rows_ok and set(failed) <= set(PARQUET_FIELDS):
+        return 1, "rows identical, parquet bytes differ", (
+            "FAILED: rows identical, parquet bytes differ - rows_sha256 matches, so every token and loss mask is "
+            "the declared one; only the file's encoding differs (another writer, compression or pyarrow version)"
+        )
+    if rows_ok:
+        parquet = " The parquet bytes differ too." if set(failed) & set(PARQUET_FIELDS) else ""
+        others = [f for f in failed if f not in PARQUET_FIELDS]
+        return 1, "rows identical, other figures differ", (
+            f"FAILED: rows identical (rows_sha256 matches), but {', '.join(others)} differ(s) from the declaration.{parquet}"
+        )
+    return 1, "mismatch", (
+        f"FAILED: the rows are NOT the declared rows (rows_sha256 differs); {len(failed)} figure(s) differ: {', '.join(failed)}"
+    )
+
+
+def _show(value, width: int = 18) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str) and _HEX64.fullmatch(value):
+        return value[:16] + "…"
+    if isinstance(value, DeclaredFloat):
+        return value.text
+    if isinstance(value, int):
+        return str(value)
+    text = " ".join(str(value).split())
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def mark(ok: bool | None) -> str:
+    return {True: "✓ OK", False: "✗ FAIL", None: "· n/a"}[ok]
+
+
+def format_report(declared: dict, checks: list[Check], target: str) -> str:
+    """The table: field, declared, measured, ✓/✗ (with OK/FAIL words, so it reads without colour), then the
+    verdict."""
+    rows = [("field", "declared", "measured", "check", "")]
+    rows += [(c.field, _show(c.declared), _show(c.measured), mark(c.ok), "see below" if c.field == "pinned" else c.note)
+             for c in checks]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = [f"sftpack verify: {declared['path']} ({declared['kind']}) against {target}", ""]
+    for r in rows:
+        lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(4)) + ("  " + r[4] if r[4] else "").rstrip())
+    lines.insert(3, "  " + "  ".join("-" * w for w in widths))
+    _, _, line = verdict(checks)
+    lines += ["", line]
+    pinned = next((c for c in checks if c.field == "pinned"), None)
+    if pinned is not None:
+        lines.append(f"pinned: {pinned.note}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def report_json(declared: dict, checks: list[Check], target: str) -> dict:
+    code, status, line = verdict(checks)
+
+    def plain(v):
+        return float(v) if isinstance(v, DeclaredFloat) else v
+
+    return {
+        "declared": declared["path"],
+        "kind": declared["kind"],
+        "target": target,
+        "checks": [{"field": c.field, "declared": plain(c.declared), "measured": plain(c.measured), "ok": c.ok,
+                    "note": c.note} for c in checks],
+        "status": status,
+        "verdict": line,
+        "exit": code,
+    }
+
+
+__all__ = ["Check", "load_declared", "verify_rows", "rows_mismatch", "verdict", "format_report", "report_json",
+           "parse_tokenizer_sha256", "NotSftpackRows"]

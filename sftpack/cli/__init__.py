@@ -1,0 +1,123 @@
+"""``sftpack`` command line: a thin shell over the library. Exit codes: 0 ok, 1 check failed, 2 usage/input error."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import traceback
+
+from sftpack.base.errors import CheckFailed, UsageError, one_line
+from sftpack.base.version import sftpack_version
+from sftpack.builder import interrupts
+from sftpack.cli.commands import COMMANDS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own usage errors: one line, exit 2
+        print(f"sftpack: error: {one_line(message)} (see `{self.prog} --help`)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="sftpack", description="Build, verify and feed fixed-length packed SFT rows.")
+    parser.add_argument("--version", action="version", version=f"sftpack {sftpack_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+class _WarningLines(logging.Handler):
+    """``sftpack: warning: ...`` on the stderr of the moment (tests and pipes swap sys.stderr)."""
+
+    def emit(self, record):
+        print(f"sftpack: {record.levelname.lower()}: {record.getMessage()}", file=sys.stderr)
+
+
+def _install_warning_lines() -> None:
+    logger = logging.getLogger("sftpack")
+    if not any(isinstance(h, _WarningLines) for h in logger.handlers):
+        logger.addHandler(_WarningLines(logging.WARNING))
+
+
+def _one_line(kind: str, error: BaseException) -> None:
+    # SFTPACK_DEBUG=1: the traceback (with its chained causes) too, for a bug report
+    if os.environ.get("SFTPACK_DEBUG", "") not in ("", "0"):
+        traceback.print_exception(error, file=sys.stderr)
+    print(f"sftpack: {kind}: {one_line(error)}", file=sys.stderr)  # one printable line, whatever the cause says
+
+
+def main(argv=None) -> int:
+    """The command line. Without ``argv`` it is the program (console script, ``python -m sftpack``): it keeps its
+    SIGINT/SIGTERM handlers to the very end and leaves the process itself, see :func:`_exit`. With ``argv`` (tests,
+    notebooks) it returns the exit code and puts the previous handlers back."""
+    if argv is not None:
+        previous = interrupts.install()
+        try:
+            return _run(argv)
+        finally:
+            interrupts.restore(previous)
+    try:  # inside the try: a signal right after the handlers are installed is an interruption, never a traceback
+        interrupts.install()  # SIGINT and SIGTERM: clean up (temporaries, workers), exit 130 / 143
+        code = _run(None)
+    except KeyboardInterrupt as e:  # before the handlers were installed
+        code = _interrupted(e)
+    _exit(code)
+
+
+def _run(argv) -> int:
+    _install_warning_lines()
+    try:
+        args = make_parser().parse_args(argv)
+        return args.func(args)
+    except UsageError as e:
+        _one_line("error", e)
+        return 2
+    except CheckFailed as e:
+        _one_line("check failed", e)
+        return 1
+    except KeyboardInterrupt as e:  # interrupts.Interrupted, or Ctrl-C where no handler of ours was installed
+        return _interrupted(e)
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        if not _unreadable_input(e):
+            raise  # a bug: the traceback is what a report needs
+        _one_line("error", RuntimeError(f"{type(e).__name__}: {e}"))
+        return 2
+
+
+def _unreadable_input(e: Exception) -> bool:
+    """A file the command was given cannot be read (I/O error, a corrupt parquet page pyarrow chokes on)."""
+    pa = sys.modules.get("pyarrow")
+    return isinstance(e, OSError) or (pa is not None and isinstance(e, pa.lib.ArrowException))
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    print("sftpack: interrupted (a build writes its outputs only when it completes)", file=sys.stderr)
+    return e.exit_code if isinstance(e, interrupts.Interrupted) else 130
+
+
+def _exit(code: int) -> None:
+    """Flush, run the atexit handlers and leave without the interpreter's teardown: freeing a loaded tokenizer
+    (millions of objects) takes 0.3 s alone and seconds on a busy machine, during which a Ctrl-C would find the
+    outputs long written but the process still there."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # `sftpack ... | head`: the reader is gone
+        pass
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""Model profiles (``configs/*.yaml``) and loss-mask rules (``masks/*.yaml``), shipped inside the wheel.
+
+Both are checked when loaded (:mod:`sftpack.families.schema`): a missing, misspelt or mistyped key, an unknown family,
+rule or offline tokenizer is one line naming the file, the key and what is allowed.
+
+    >>> p = load_profile("Qwen3.5-122B-A10B")
+    >>> p.build_name, p.loss_mask, p.eos_token, p.tokenizer_format
+    ('qwen35-tulu3-fixed8192-v1', 'qwen3_5', '<|im_end|>', 'tokenizer.json')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from sftpack.base.errors import UsageError
+from sftpack.families.registry import FAMILIES, get_family
+from sftpack.families.schema import Key, check, read_yaml
+from sftpack.tokenizers.registry import OFFLINE_TOKENIZERS
+
+TULU_REPO = "allenai/tulu-3-sft-mixture"
+TULU_REVISION = "b14afda60f1bbebe55d5d2fa1e4df5042f97f8be"
+
+
+def resource_dir(name: str) -> Path:
+    """``masks`` or ``configs``: inside the installed package, else at the top of a source checkout."""
+    package = Path(__file__).resolve().parents[1]  # sftpack/
+    for candidate in (package / name, package.parent / name):
+        if candidate.is_dir() and any(candidate.glob("*.yaml")):
+            return candidate
+    raise FileNotFoundError(f"sftpack's {name}/ directory is missing from this installation")
+
+
+@dataclass(frozen=True)
+class MaskRule:
+    """A declarative loss-mask rule; see ``masks/qwen3_5.yaml`` and the README's "Loss-mask rules"."""
+
+    name: str
+    role: str
+    header: str
+    skip_after_header: str
+    # one marker, or the markers one of which closes each turn (gpt-oss: <|end|>, <|return|>; GLM: the next role token)
+    end_of_turn: str | tuple
+    after_end_of_turn: str
+    example: dict = field(default_factory=dict, compare=False)
+    # Families whose template writes no end-of-turn token (GLM): ``final_turn_end`` is appended after a
+    # conversation's final assistant turn, which the template leaves open (see masks/glm4_5.yaml).
+    final_turn_end: str = ""
+
+    @property
+    def end_markers(self) -> tuple[str, ...]:
+        return (self.end_of_turn,) if isinstance(self.end_of_turn, str) else tuple(self.end_of_turn)
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """The fixed texts the rule relies on (header pieces around ``{name}``, the skipped text, the end
+        markers): content holding one of them is counted as control text."""
+        pieces = [*self.header.split("{name}"), self.skip_after_header, *self.end_markers, self.final_turn_end]
+        return tuple(dict.fromkeys(p for p in pieces if p.strip()))
+
+
+RULE_KEYS = {
+    "name": Key(str, "the rule's name, equal to the file name"),
+    "role": Key(str, "the role whose turns are supervised", choices=("assistant",)),
+    "header": Key(str, "the turn header; {name} may stand for a role name", nonempty=True),
+    "skip_after_header": Key(str, "text after the header that is not supervised", default=""),
+    "end_of_turn": Key((str, list), "the end-of-turn marker", nonempty=True),  # or a list: one of them closes each turn
+    "after_end_of_turn": Key(str, "the separator written after the marker", default=""),
+    "example": Key(dict, "{turn, supervised_chars}", default={}, keys={
+        "turn": Key(str, "a rendered turn"), "supervised_chars": Key(str, "its supervised characters")}),
+    "final_turn_end": Key(str, "text appended after a final assistant turn the template leaves open", default=""),
+}
+
+TOKENIZER_KEYS = {
+    "eos_token": Key(str, "the EOS token placed between conversations", nonempty=True),
+    "pins": Key(dict, "{file: sha256} of the hub files", default={}, values=str),
+    "offline": Key(str, "a vocabulary available without the hub", default=None, choices=lambda: sorted(OFFLINE_TOKENIZERS)),
+}
+
+PROFILE_KEYS = {
+    "model": Key(str, "the model's name", nonempty=True),
+    "hub": Key(dict, "{repo, revision}", keys={
+        "repo": Key(str, "the hub repository", nonempty=True),
+        "revision": Key(str, "the pinned commit (null: not pinned)", default=None)}),
+    "template": Key(str, "the template family", choices=lambda: sorted(FAMILIES)),
+    "loss_mask": Key(str, "the loss-mask rule (masks/RULE.yaml)"),
+    "build_name": Key(str, "the output name", nonempty=True),
+    # A dict, or the name of another profile whose tokenizer block this one shares.
+    "tokenizer": Key((dict, str), "the tokenizer block, or the profile whose block is shared", keys=TOKENIZER_KEYS),
+    "defaults": Key(dict, "build defaults", default={}, keys={
+        "rows": Key(int, "rows", default=None), "row_tokens": Key(int, "tokens per row", default=None),
+        "seed": Key(int, "permutation seed", default=None)}),
+    "published": Key(dict, "the published recipe's figures (free form)", default={}),
+    "template_options": Key(dict, "what the family's renderer takes (gpt_oss: the pinned date, YYYY-MM-DD)", default={},
+                            values=str),
+}
+
+
+@dataclass(frozen=True)
+class Profile:
+    model: str
+    hub_repo: str
+    hub_revision: str | None
+    template: str
+    loss_mask: str
+    build_name: str
+    eos_token: str
+    pins: dict
+    offline_tokenizer: str | None
+    defaults: dict
+    published: dict
+    path: Path
+    template_options: dict = field(default_factory=dict)  # bound to the native renderer; shown in the build record
+
+    @property
+    def rule(self) -> MaskRule:
+        return load_mask_rule(self.loss_mask, self.path.parent.parent / "masks")
+
+    @property
+    def family(self):
+        return get_family(self.template)
+
+    @property
+    def tokenizer_format(self) -> str:
+        return self.family.tokenizer
+
+
+def _rule_path(name: str, local: Path | None) -> Path | None:
+    for directory in ([local] if local is not None else []) + [resource_dir("masks")]:
+        path = directory / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
+
+
+def load_mask_rule(name: str, local: Path | None = None) -> MaskRule:
+    """The rule ``masks/NAME.yaml``; ``local``: a ``masks`` directory searched first (beside a profile file)."""
+    path = _rule_path(name, local)
+    if path is None:
+        raise UsageError(f"unknown loss-mask rule {name!r} (known: {', '.join(list_mask_rules())})")
+    return _load_rule_file(path)
+
+
+@lru_cache(maxsize=None)
+def _load_rule_file(path: Path) -> MaskRule:
+    data = check(read_yaml(path), RULE_KEYS, path)
+    if isinstance(data["end_of_turn"], list):
+        if not all(isinstance(m, str) and m for m in data["end_of_turn"]):
+            raise UsageError(f"{path}: key 'end_of_turn': every marker of the list must be a non-empty string")
+        data["end_of_turn"] = tuple(data["end_of_turn"])
+    if data["name"] != path.stem:
+        raise UsageError(f"{path}: key 'name': {data['name']!r} differs from the file name (allowed: {path.stem!r})")
+    return MaskRule(**data)
+
+
+def list_mask_rules() -> list[str]:
+    return sorted(p.stem for p in resource_dir("masks").glob("*.yaml"))
+
+
+def list_profiles() -> list[str]:
+    return sorted(p.stem for p in resource_dir("configs").glob("*.yaml"))
+
+
+def _profile_path(model: str) -> Path:
+    if model.endswith((".yaml", ".yml")) and Path(model).is_file():  # a profile outside the package
+        return Path(model).resolve()
+    wanted = model.rsplit("/", 1)[-1].lower()
+    for name in list_profiles():
+        if name.lower() == wanted:
+            return resource_dir("configs") / f"{name}.yaml"
+    raise UsageError(f"unknown model {model!r}; known models: {', '.join(list_profiles())} (see `sftpack models`)")
+
+
+@lru_cache(maxsize=None)
+def load_profile(model: str) -> Profile:
+    """The profile of ``model`` (case-insensitive; ``Qwen/Qwen3.5-122B-A10B`` also works), or of a profile
+    file ``PATH.yaml`` (its rule is looked for in ``../masks/`` beside it first)."""
+    if not isinstance(model, str):
+        raise UsageError(f"model must be a profile name (a string), not {type(model).__name__}")
+    path = _profile_path(model)
+    data = check(read_yaml(path), PROFILE_KEYS, path)
+    tok, seen = data["tokenizer"], [path.stem]
+    while isinstance(tok, str):  # "the same tokenizer as profile X", stated once in X
+        if tok in seen:
+            raise UsageError(f"{path}: key 'tokenizer': profiles {' -> '.join(seen + [tok])} share in a circle")
+        seen.append(tok)
+        shared = path.parent / f"{tok}.yaml"
+        if not shared.is_file():
+            others = sorted(q.stem for q in path.parent.glob("*.yaml") if q != path)
+            raise UsageError(f"{path}: key 'tokenizer': unknown profile {tok!r} (allowed: a block, or one of "
+                             f"{', '.join(others)})")
+        tok = check(read_yaml(shared), PROFILE_KEYS, shared)["tokenizer"]
+    rule = _rule_path(data["loss_mask"], path.parent.parent / "masks")
+    if rule is None:
+        raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "
+                         f"(allowed: {', '.join(list_mask_rules())})")
+    _load_rule_file(rule)  # a broken rule fails with the profile, naming the rule file
+    options = _check_template_options(data["template_options"], get_family(data["template"]).options, path)
+    return Profile(
+        model=data["model"],
+        hub_repo=data["hub"]["repo"],
+        hub_revision=data["hub"]["revision"],
+        template=data["template"],
+        loss_mask=data["loss_mask"],
+        build_name=data["build_name"],
+        eos_token=tok["eos_token"],
+        pins=dict(tok["pins"]),
+        offline_tokenizer=tok["offline"],
+        defaults={k: v for k, v in data["defaults"].items() if v is not None},
+        published=dict(data["published"]),
+        path=path,
+        template_options=options,
+    )
+
+
+def _check_template_options(options: dict, allowed: tuple, path: Path) -> dict:
+    """A family's renderer options: exactly the ones it takes (gpt_oss: ``date``, which it must be given: the
+    template reads the clock, the rows must not)."""
+    for name in options:
+        if name not in allowed:
+            raise UsageError(f"{path}: unknown key 'template_options.{name}' (allowed: {', '.join(allowed) or 'none for this family'})")
+    for name in allowed:
+        if name not in options:
+            raise UsageError(f"{path}: key 'template_options.{name}' is missing (the renderer needs it)")
+    if "date" in options:  # (gpt-oss) the renderer's own check, named as the profile's key here
+        from sftpack.families.gpt_oss import check_date
+
+        try:
+            check_date(options["date"])
+        except ValueError:
+            raise UsageError(f"{path}: key 'template_options.date': expected YYYY-MM-DD, got {options['date']!r}") from None
+    return dict(options)

@@ -1,0 +1,55 @@
+"""Native renderer of the official Qwen3 chat template (Qwen3-30B-A3B, Qwen3-32B; text conversations, no tools,
+no generation prompt).
+
+Byte-identical to ``qwen3.jinja`` rendered by transformers on conversations of ``system`` (first only),
+``user`` and ``assistant`` messages with string content; tests compare the two on many conversations. Unlike
+Qwen3.5 nothing is trimmed, a conversation without a real user query is rendered (no reasoning blocks) instead
+of refused, and an assistant turn after the last user query gets a ``<think>`` block only when it is the last
+message or carries reasoning.
+
+    >>> render([{"role": "user", "content": " Hi "}, {"role": "assistant", "content": "a</think>b"}]).text
+    '<|im_start|>user\\n Hi <|im_end|>\\n<|im_start|>assistant\\n<think>\\na\\n</think>\\n\\nb<|im_end|>\\n'
+"""
+
+from __future__ import annotations
+
+from sftpack.families.render import Rendered, TemplateError, TurnWriter, split_reasoning
+
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+
+
+def _last_query_index(messages: list) -> int:
+    # The template walks backwards to the last user message that is not a bare tool response (its test is on
+    # the untrimmed content); without one it keeps len - 1, so no turn is "after the last query".
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] == "user":
+            content = message["content"]
+            if not (content.startswith("<tool_response>") and content.endswith("</tool_response>")):
+                return index
+    return len(messages) - 1
+
+
+def render(messages: list) -> Rendered:
+    if not messages:
+        raise TemplateError("No messages provided.")  # the template itself fails on messages[0]
+    out = TurnWriter()
+    emit = out.turn
+
+    last_query = _last_query_index(messages)
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        role = message["role"]
+        content = message["content"]
+        if role in ("system", "user"):  # a later system message is written like a user turn
+            emit(index, role, IM_START + role + "\n", content + IM_END + "\n")
+        elif role == "assistant":
+            reasoning, content = split_reasoning(content)
+            if index > last_query and (index == last or reasoning):
+                body = "<think>\n" + reasoning.strip("\n") + "\n</think>\n\n" + content.lstrip("\n")
+            else:
+                body = content
+            emit(index, role, IM_START + "assistant\n", body + IM_END + "\n")
+        else:
+            raise TemplateError(f"Unexpected message role {role!r}.")  # the template writes nothing for it
+    return out.rendered()

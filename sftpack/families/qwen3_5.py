@@ -1,0 +1,55 @@
+"""Native renderer of the official Qwen3.5 chat template (text conversations, no tools, no generation prompt).
+
+Byte-identical to ``qwen3_5.jinja`` rendered by transformers on conversations of ``system`` (first only),
+``user`` and ``assistant`` messages with string content; tests compare the two on thousands of conversations.
+
+    >>> render([{"role": "user", "content": " Hi "}, {"role": "assistant", "content": "a</think>b"}]).text
+    '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think>\\na\\n</think>\\n\\nb<|im_end|>\\n'
+"""
+
+from __future__ import annotations
+
+from sftpack.families.render import Rendered, TemplateError, TurnWriter, split_reasoning
+
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+
+
+def _last_query_index(messages: list) -> int:
+    # The template walks backwards to the last user message that is not a bare tool response; reasoning is
+    # only rendered for assistant turns after it.
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] == "user":
+            content = message["content"].strip()
+            if not (content.startswith("<tool_response>") and content.endswith("</tool_response>")):
+                return index
+    raise TemplateError("No user query found in messages.")
+
+
+def render(messages: list) -> Rendered:
+    if not messages:
+        raise TemplateError("No messages provided.")
+    out = TurnWriter()
+    emit = out.turn
+    if messages[0]["role"] == "system":
+        emit(0, "system", IM_START + "system\n", messages[0]["content"].strip() + IM_END + "\n")
+    last_query = _last_query_index(messages)
+    for index, message in enumerate(messages):
+        role = message["role"]
+        content = message["content"].strip()
+        if role == "system":
+            if index != 0:
+                raise TemplateError("System message must be at the beginning.")
+        elif role == "user":
+            emit(index, role, IM_START + "user\n", content + IM_END + "\n")
+        elif role == "assistant":
+            reasoning, content = split_reasoning(content)
+            reasoning = reasoning.strip()
+            if index > last_query:
+                body = "<think>\n" + reasoning + "\n</think>\n\n" + content
+            else:
+                body = content
+            emit(index, role, IM_START + "assistant\n", body + IM_END + "\n")
+        else:
+            raise TemplateError("Unexpected message role.")
+    return out.rendered()

@@ -1,0 +1,98 @@
+"""Render a conversation to text, remembering where every turn was written.
+
+A renderer turns ``messages`` (a validated list of ``{"role", "content"[, "step_loss_mask"]}``) into the
+exact text the model's chat template produces (no generation prompt), and returns, for each message, the
+character span of the turn the template wrote for it. The loss mask is computed from those spans, never by
+searching the text, so control text inside a message's content cannot open, close or move supervision.
+
+    >>> from sftpack.families.render import get_renderer
+    >>> r = get_renderer("qwen3_5")([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}])
+    >>> r.text
+    '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\nYo<|im_end|>\\n'
+    >>> r.turns[1]
+    Turn(message=1, role='assistant', start=30, body=52, end=84)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+
+class TemplateError(ValueError):
+    """The chat template refuses the conversation (the Jinja template would raise)."""
+
+
+class Turn(NamedTuple):
+    """Where the template wrote one message.
+
+    ``text[start:body]`` is the turn header (e.g. ``<|im_start|>assistant\\n``), ``text[body:end]`` the rest
+    of the turn through its end-of-turn marker and the separator the template writes after it (e.g.
+    ``...<|im_end|>\\n``). ``message`` is the index of the message in the conversation.
+    """
+
+    message: int
+    role: str
+    start: int
+    body: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    turns: tuple[Turn, ...]
+
+
+Renderer = Callable[[list], Rendered]
+
+
+def split_reasoning(content: str) -> tuple[str, str]:
+    """The chat templates' split of an assistant content at ``</think>`` (Qwen3, Qwen3.5, GLM, MiniMax), step for
+    step: reasoning is the text before the first ``</think>`` after the last ``<think>`` in it, outer newlines
+    removed; the answer is the text after the last ``</think>``, leading newlines removed. No ``</think>``:
+    ``("", content)``.
+
+    >>> split_reasoning("<think>\\nhm\\n</think>\\n\\nYo"), split_reasoning("Yo")
+    (('hm', 'Yo'), ('', 'Yo'))
+    """
+    if "</think>" not in content:
+        return "", content
+    reasoning = content.split("</think>")[0].rstrip("\n").split("<think>")[-1].lstrip("\n")
+    return reasoning, content.split("</think>")[-1].lstrip("\n")
+
+
+class TurnWriter:
+    """The bookkeeping every renderer shares: text written so far and where each turn lies in it.
+
+        >>> w = TurnWriter("<s>")
+        >>> w.turn(0, "user", "U:", "hi\\n")
+        >>> w.rendered()
+        Rendered(text='<s>U:hi\\n', turns=(Turn(message=0, role='user', start=3, body=5, end=8),))
+    """
+
+    def __init__(self, prefix: str = ""):
+        self._parts = [prefix]  # a prefix (Gemma's <bos>) belongs to no turn
+        self._turns: list[Turn] = []
+        self._pos = len(prefix)
+
+    def turn(self, message: int, role: str, header: str, body: str) -> None:
+        """Write message ``message``'s turn: ``header`` then ``body`` (through its end marker and separator)."""
+        start, body_start = self._pos, self._pos + len(header)
+        self._pos = body_start + len(body)
+        self._parts += (header, body)
+        self._turns.append(Turn(message, role, start, body_start, self._pos))
+
+    def rendered(self) -> Rendered:
+        return Rendered("".join(self._parts), tuple(self._turns))
+
+
+def get_renderer(family: str) -> Renderer:
+    """The native renderer of a template family (see :data:`sftpack.families.registry.FAMILIES`); ``KeyError`` when the
+    family has none (its template is rendered through Jinja)."""
+    from sftpack.families.registry import get_family
+
+    render = get_family(family).renderer()
+    if render is None:
+        raise KeyError(f"no native renderer for template family {family!r}")
+    return render

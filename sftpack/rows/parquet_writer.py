@@ -1,0 +1,234 @@
+"""The parquet rows format's writer: rows streamed into row groups written in parallel parts
+(:mod:`sftpack.rows.parts`) and hashed (``rows_sha256``) on the writer's own thread."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Row
+from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
+from sftpack.rows.parts import Stitcher, part
+
+SWITCH_INTERVAL_S = 0.0005  # while the writer thread runs (see RowWriter._flush)
+
+
+ROWS_PER_GROUP = 64  # ~2.6 MB of tokens per row group at 8,192 tokens: the trainer reads a batch in a few groups
+
+
+# Fixed writer options: the file's bytes depend only on the rows and the pyarrow version.
+WRITER_OPTIONS = dict(
+    compression="zstd",
+    compression_level=3,
+    use_dictionary=["messages.list.element.role", "metadata.build"],
+    write_statistics=False,
+    version="2.6",
+    data_page_version="1.0",
+)
+
+
+class RowWriter:
+    """The parquet rows format's writer (:data:`sftpack.rows.formats.ROW_FORMATS`): streams rows into a parquet
+    file, hashing them (``rows_sha256``) on the way on its own thread (so the build's
+    :class:`~sftpack.rows.formats.RowSink` takes its hash instead of hashing again).
+
+    The caller's thread only gathers each row group into Arrow arrays. ``COMPRESSORS`` threads encode and
+    compress row groups in parallel, each into a standalone in-memory parquet file (pyarrow and zstd run without
+    the GIL); one writer thread takes them strictly in order, hashes the rows, appends the row-group bytes to the
+    file (:mod:`sftpack.rows.parts`: the same bytes one ``ParquetWriter`` would write) and hashes the file's
+    bytes as they go out. The threads start with the first full group: by then the build's worker processes are
+    forked, so no fork ever copies a thread that might hold a lock."""
+
+    QUEUED_GROUPS = 8  # bounded: the caller waits rather than buffering the whole output
+    COMPRESSORS = 3  # zstd over the tokens: ~1/20 of a worker's time per token (measured on the 16-core host)
+
+    def __init__(self, path: Path, row_tokens: int, build_name: str):
+        self.path = path
+        self.build_name = build_name
+        self.row_tokens = row_tokens
+        schema = SCHEMA.with_metadata({META_FORMAT: FORMAT_VERSION, META_ROW_TOKENS: str(row_tokens), META_BUILD: build_name})
+        self._schema = schema
+        self._file = open(path, "wb")
+        self._file_hash = hashlib.sha256()
+        self._stitcher = Stitcher(_HashingSink(self._file, self._file_hash), schema, WRITER_OPTIONS)
+        self._pending: list[Row] = []
+        self.rows = 0
+        self.supervised = 0
+        self._hash = hashlib.sha256()
+        self._queue: queue.Queue = queue.Queue(self.QUEUED_GROUPS)
+        self._thread: threading.Thread | None = None
+        self._compressors: ThreadPoolExecutor | None = None
+        self._error: BaseException | None = None
+        self.timings = {"gather_s": 0.0, "wait_s": 0.0, "compress_s": 0.0, "write_s": 0.0, "hash_s": 0.0,
+                        "part_wait_s": 0.0}
+
+    def write(self, row: Row) -> None:
+        self._pending.append(row)
+        self.rows += 1
+        self.supervised += row.supervised
+        if len(self._pending) == ROWS_PER_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        t = time.perf_counter()
+        first = self.rows - len(self._pending)
+        rows = self._pending
+        self._pending = []
+        n, width = len(rows), self.row_tokens
+        # one contiguous buffer per column, shared zero-copy with Arrow (no bytes object per row)
+        tokens = np.stack([r.tokens for r in rows]).astype("<i4", copy=False)
+        masks = np.stack([r.loss_mask for r in rows])
+        pieces = [r.pieces for r in rows]
+        per_row = np.fromiter((len(p) for p in pieces), dtype=np.int32, count=n)
+        flat = [p for row_pieces in pieces for p in row_pieces]
+        # Arrays from buffers, not pa.array(): that one imports pandas on first use (a second or more of start-up)
+        columns = {
+            "tokens": _fixed_binary(tokens, n, width * 4),
+            "loss_mask": _fixed_binary(masks, n, width),
+            "messages": _chats([row_prompt(first + i) for i in range(n)]),
+            "metadata": pa.StructArray.from_arrays(
+                [_numbers(np.arange(first, first + n, dtype=np.int64)), _strings([self.build_name] * n)],
+                fields=list(SCHEMA.field("metadata").type)),
+            "supervised_tokens": _numbers(np.fromiter((r.supervised for r in rows), dtype=np.int32, count=n)),
+            "conversation_ids": _lists(per_row, _strings([p.conversation for p in flat])),
+            "conversation_starts": _lists(per_row, _numbers(np.fromiter((p.start for p in flat), np.int32, len(flat)))),
+            "conversation_lengths": _lists(per_row, _numbers(np.fromiter((p.length for p in flat), np.int32, len(flat)))),
+            "conversation_offsets": _lists(per_row, _numbers(np.fromiter((p.offset for p in flat), np.int32, len(flat)))),
+        }
+        table = pa.table(columns, schema=self._schema)
+        self.timings["gather_s"] += time.perf_counter() - t
+        if self._thread is None:
+            # The GIL passes to a waiting thread only every switch interval (5 ms by default): the writer, which
+            # needs it for a moment between GIL-free calls, would otherwise idle behind the packing thread.
+            self._switch_interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
+            self._compressors = ThreadPoolExecutor(self.COMPRESSORS, thread_name_prefix="sftpack-compress")
+            self._thread = threading.Thread(target=self._run, name="sftpack-writer", daemon=True)
+            self._thread.start()
+        t = time.perf_counter()
+        self._queue.put((self._compressors.submit(self._compress, table), tokens, masks))
+        self.timings["wait_s"] += time.perf_counter() - t
+        self._raise_if_failed()
+
+    def _run(self) -> None:
+        while True:
+            group = self._queue.get()
+            if group is None:
+                return
+            if self._error is not None:
+                continue  # keep draining, so that the caller never blocks on a full queue
+            try:
+                self._write_group(*group)
+            except BaseException as e:  # handed to the caller's thread, which raises it
+                self._error = e
+
+    def _compress(self, table: pa.Table) -> pa.Buffer:
+        t = time.perf_counter()
+        data = part(table, self._schema, WRITER_OPTIONS)
+        self.timings["compress_s"] += time.perf_counter() - t  # summed over the compressor threads
+        return data
+
+    def _write_group(self, compressed, tokens: np.ndarray, masks: np.ndarray) -> None:
+        t = time.perf_counter()
+        # rows_sha256 takes each row's tokens then its mask: interleave once and hash in one call, since every
+        # return from a GIL-free call may wait for the GIL while the caller's thread is busy packing
+        self._hash.update(np.concatenate([tokens.view(np.uint8), masks], axis=1).data)
+        h = time.perf_counter()
+        data = compressed.result()
+        w = time.perf_counter()
+        self._stitcher.add(data)
+        self.timings["hash_s"] += h - t
+        self.timings["part_wait_s"] += w - h
+        self.timings["write_s"] += time.perf_counter() - w
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _stop_thread(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+            self._compressors.shutdown(cancel_futures=True)
+            self._compressors = None
+            sys.setswitchinterval(self._switch_interval)  # the process's setting, as it was
+
+    @property
+    def rows_sha256(self) -> str:
+        return self._hash.hexdigest()
+
+    def abort(self) -> None:
+        """Stop the background thread and release the file (a failed or interrupted build)."""
+        try:
+            self._stop_thread()
+        finally:
+            self._error = None
+            self._file.close()
+
+    def close(self) -> tuple[str, int]:
+        """Finish the file; its (sha256, size in bytes)."""
+        try:
+            self._flush()
+        finally:
+            self._stop_thread()
+        self._raise_if_failed()
+        self._stitcher.close()
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        return self._file_hash.hexdigest(), self._stitcher.position
+
+
+class _HashingSink:
+    """A file that hashes what is written to it."""
+
+    def __init__(self, file, digest):
+        self.file, self.digest = file, digest
+
+    def write(self, data) -> None:
+        self.file.write(data)
+        self.digest.update(data)
+
+
+def _numbers(values: np.ndarray) -> pa.Array:
+    return pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values), [None, pa.py_buffer(values)])
+
+
+def _strings(values: list[str]) -> pa.Array:
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum(np.fromiter(map(len, encoded), dtype=np.int32, count=len(encoded)), out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+
+
+def _chats(chats: list[list[dict]]) -> pa.Array:
+    """``list<struct<role, content>>`` values (the ``messages`` column)."""
+    per_row = np.fromiter(map(len, chats), dtype=np.int32, count=len(chats))
+    flat = [m for chat in chats for m in chat]
+    fields = list(MESSAGE)
+    return _lists(per_row, pa.StructArray.from_arrays([_strings([m[f.name] for m in flat]) for f in fields], fields=fields))
+
+
+def _lists(per_row: np.ndarray, values: pa.Array) -> pa.Array:
+    offsets = np.zeros(len(per_row) + 1, dtype=np.int32)
+    np.cumsum(per_row, out=offsets[1:])
+    return pa.ListArray.from_arrays(_numbers(offsets), values)
+
+
+def _fixed_binary(values: np.ndarray, n: int, width: int) -> pa.Array:
+    """``n`` binary values of ``width`` bytes each over one contiguous buffer (``values``), without copying."""
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(values))])

