@@ -194,6 +194,11 @@ def test_readme_is_short_and_its_quickstart_is_what_ci_runs():
 HISTORY = re.compile(r"\bissues? #?\d|\bPR #?\d|\bsessions?\b|\bearlier (runs?|versions?)\b|\bbefore (this|that|these) "
                      r"changes?\b|\bchanged from\b", re.IGNORECASE)
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+# A path in the repository cited in backquotes (`sftpack/rows/formats.py`, `benchmarks/results/`); one with a
+# placeholder (`configs/MODEL.yaml`, `masks/*.yaml`) names a kind of file, and a hidden one (`benchmarks/.cache/`)
+# is made by a run.
+REPO_PATH = re.compile(r"`((?:sftpack|tests|benchmarks|tools|configs|masks|scripts|docs)/[\w./-]*)`")
+PLACEHOLDER = re.compile(r"[A-Z]{3,}|\*|/\.")
 
 
 @pytest.mark.parametrize("path", [README, *DOCS], ids=lambda p: p.name)
@@ -206,3 +211,6 @@ def test_docs_speak_of_the_product_and_link_to_what_exists(path):
         if "://" in target:
             continue
         assert (path.parent / target).exists(), f"{path.name}: the link {target!r} leads nowhere"
+    for cited in REPO_PATH.findall(text):
+        if not PLACEHOLDER.search(cited):
+            assert (REPO / cited.rstrip("/.")).exists(), f"{path.name}: `{cited}` is not in the repository"
