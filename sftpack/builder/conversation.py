@@ -31,7 +31,8 @@ SKIP_REASONS = {
     "step_loss_mask_invalid": "a message's `step_loss_mask` is not 0, 1, true, false or null (\"1\", 2, [1])",
     "id_not_string": "the row's `id` is neither a string nor an integer (true, 1.5, a list, an object)",
     "id_reserved": "the row's `id` starts with `sftpack:`, kept for the ids sftpack gives rows without one",
-    "template_error": "the chat template raises on the conversation",
+    "template_error": "the chat template raises on the conversation, or its turns cannot be placed",
+    "rendered_too_large": "the rendered conversation passes the cap on its characters (encode.MAX_RENDERED_CHARS)",
 }
 
 

@@ -17,11 +17,15 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.builder.conversation import Skip, check_messages
-from sftpack.builder.mask import close_final_turn, supervised_spans
+from sftpack.builder.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.profiles import MaskRule, Profile, load_profile
+from sftpack.families.jinja import RenderTooLarge
 from sftpack.families.render import Renderer, TemplateError
 from sftpack.tokenizers.vocab import EncodeError, Vocab
 
+# Characters of one rendered conversation (a Tulu conversation has well under 10^5): beyond it the conversation is a
+# counted skip, and the Jinja fallback stops a template as it writes past it (a template looping over its input).
+MAX_RENDERED_CHARS = 1 << 25
 
 @dataclass
 class ConversationEncoder:
@@ -50,8 +54,13 @@ class ConversationEncoder:
         clean = check_messages(messages)
         try:
             rendered = close_final_turn(self.render(clean), self.rule)
+        except RenderTooLarge as e:
+            raise Skip("rendered_too_large", f"{e} for one conversation (the cap)") from e
         except TemplateError as e:
             raise Skip("template_error", str(e)) from e
+        if len(rendered.text) > MAX_RENDERED_CHARS:
+            raise Skip("rendered_too_large", f"the conversation renders to {len(rendered.text):,} characters, more "
+                                             f"than the cap of {MAX_RENDERED_CHARS:,}")
         return rendered.text, supervised_spans(rendered, clean, self.rule)
 
     def __call__(self, messages) -> tuple[np.ndarray, np.ndarray]:
@@ -76,14 +85,7 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
         if native is None:
             raise UsageError(f"{profile.model}: no native {profile.template!r} renderer and the tokenizer has no chat_template")
         return native, f"native {profile.template} renderer (official template; the tokenizer has no chat_template)"
-    from sftpack.families.jinja import JinjaRenderer
-
-    rule = profile.rule
-    markers = [t for t in vocab.special_tokens if t in rule.header or any(t in end for end in rule.end_markers)]
-    variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
-    if "date" in profile.template_options:  # a template that reads the clock (strftime_now) sees the pinned date
-        variables["strftime_now"] = datetime.date.fromisoformat(profile.template_options["date"]).strftime
-    jinja = JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers)
+    jinja = _jinja_renderer(profile, vocab, template)
     if native is None:
         _refuse_fallback(profile, f"no native {profile.template} renderer exists")
         return jinja, f"the tokenizer's chat_template through Jinja (no native {profile.template} renderer)"
@@ -96,6 +98,44 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
             _refuse_fallback(profile, f"the tokenizer's chat_template differs from the native {profile.template} renderer")
             return jinja, f"the tokenizer's chat_template through Jinja (differs from the native {profile.template} renderer)"
     return native, f"native {profile.template} renderer (equal to the tokenizer's chat_template on {len(PROBE_CONVERSATIONS)} probe conversations)"
+
+
+def _jinja_renderer(profile: Profile, vocab: Vocab, template: str):
+    """The tokenizer's chat template through Jinja; a template that does not compile is the user's file, named."""
+    from sftpack.families.jinja import JinjaRenderer
+
+    rule = profile.rule
+    markers = [t for t in vocab.special_tokens if t in rule.header or any(t in end for end in rule.end_markers)]
+    variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
+    if "date" in profile.template_options:  # a template that reads the clock (strftime_now) sees the pinned date
+        variables["strftime_now"] = datetime.date.fromisoformat(profile.template_options["date"]).strftime
+    try:
+        return JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers,
+                             max_chars=MAX_RENDERED_CHARS)
+    except Exception as e:  # jinja2's TemplateSyntaxError and whatever else its compiler raises
+        where = vocab.info.chat_template_file or "the tokenizer's chat_template"
+        raise UsageError(f"{where}: the chat_template does not compile ({type(e).__name__}: {e})") from None
+
+
+def check_rule_fits(profile: Profile, render: Renderer) -> None:
+    """Refuse, naming the rule file, a loss-mask rule that places the turns of none of the probe conversations: its
+    header or end marker is not what the template writes (a rule file a user wrote for a profile of their own).
+    Some probes are odd (two assistant messages in a row) and a template may merge their turns: one is enough."""
+    from sftpack.families.jinja import TurnNotFound
+    from sftpack.families.probe import PROBE_CONVERSATIONS
+
+    rule, misfit = profile.rule, None
+    for conversation in PROBE_CONVERSATIONS:
+        try:
+            supervised_spans(close_final_turn(render(conversation), rule), conversation, rule)
+            return
+        except (TurnNotFound, RuleMismatch) as e:
+            misfit = misfit or e
+        except TemplateError:  # a conversation this template refuses says nothing about the rule
+            continue
+    if misfit is not None:
+        raise UsageError(f"{rule.path or rule.name}: the loss-mask rule does not fit the turns the {profile.template} "
+                         f"template writes ({misfit}): check its header, end_of_turn and after_end_of_turn")
 
 
 def fallback_refusal(rule: MaskRule) -> str | None:
@@ -154,6 +194,7 @@ def check_markers(profile: Profile, vocab: Vocab) -> None:
 def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     check_markers(profile, vocab)
     render, description = choose_renderer(profile, vocab)
+    check_rule_fits(profile, render)
     if "date" in profile.template_options:  # the record's `renderer` shows the date the rows were rendered with
         description += f"; the template's clock (strftime_now) pinned to {profile.template_options['date']} by the profile"
     rule = profile.rule

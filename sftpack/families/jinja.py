@@ -1,13 +1,20 @@
 """Jinja fallback: render with the tokenizer's own chat template, for templates no native renderer matches.
 
 Turns are located without trusting message content: each message's content is rendered a second time with
-the rule's control markers (e.g. ``<|im_start|>``, ``<|im_end|>``) replaced by same-length filler, and the
-turns are found in that sanitized text. A template whose output changes length when content changes that way
-is refused (``TemplateError``) rather than guessed.
+the rule's control markers (e.g. ``<|im_start|>``, ``<|im_end|>``) replaced by same-length filler - and so is a
+piece of a marker at either end of the content, which the template's own text beside it could complete (MiniMax's
+``[e~[`` overlaps itself: content ending in ``[e~`` followed by the template's ``[e~[`` holds an earlier
+``[e~[``) - and the turns are found in that sanitized text. A turn ends at the first end marker followed by the
+rule's separator. A template whose output changes length when content changes that way is refused
+(``TemplateError``) rather than guessed; a turn that still cannot be placed is :class:`TurnNotFound`.
+
+The template writes at most ``max_chars`` characters per conversation: it is stopped as it writes past that
+(:class:`RenderTooLarge`), so that a template looping over its input cannot exhaust memory.
 """
 
 from __future__ import annotations
 
+import os
 import re
 
 from sftpack.families.profiles import MaskRule
@@ -16,14 +23,38 @@ from sftpack.families.render import Rendered, TemplateError, Turn
 FILLER = "\ue000"  # a private-use character: no template treats it specially
 
 
-class JinjaRenderer:
-    def __init__(self, template: str, rule: MaskRule, special_tokens: dict[str, str], markers: list[str]):
-        from transformers.utils.chat_template_utils import _compile_jinja_template
+class TurnNotFound(TemplateError):
+    """The rule's header or end marker is not where the template wrote a turn."""
 
+
+class RenderTooLarge(TemplateError):
+    """The template wrote more than the cap for one conversation."""
+
+
+def compile_template(template: str):
+    """transformers' own compilation of a chat template (the Jinja environment ``apply_chat_template`` uses).
+    transformers' import-time advisory ("PyTorch was not found") is not the user's business: silenced while
+    importing, the environment left as it was."""
+    previous = os.environ.get("TRANSFORMERS_NO_ADVISORY_WARNINGS")
+    os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    try:
+        from transformers.utils.chat_template_utils import _compile_jinja_template
+    finally:
+        if previous is None:
+            del os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"]
+        else:
+            os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = previous
+    return _compile_jinja_template(template)
+
+
+class JinjaRenderer:
+    def __init__(self, template: str, rule: MaskRule, special_tokens: dict[str, str], markers: list[str],
+                 max_chars: int | None = None):
         self.template_text = template
-        self._template = _compile_jinja_template(template)
+        self._template = compile_template(template)
         self.rule = rule
         self.variables = dict(special_tokens)  # bos_token, eos_token, ... as transformers passes them
+        self.max_chars = max_chars
         self.markers = sorted(markers, key=len, reverse=True)
         self._marker_re = re.compile("|".join(map(re.escape, self.markers))) if self.markers else None
         head = re.escape(rule.header).replace(re.escape("{name}"), "(?:(?!" + FILLER + ").)*?")
@@ -35,36 +66,62 @@ class JinjaRenderer:
 
     def _render_text(self, messages: list) -> str:
         try:
-            return self._template.render(messages=messages, add_generation_prompt=False, **self.variables)
+            pieces, written = [], 0
+            for piece in self._template.generate(messages=messages, add_generation_prompt=False, **self.variables):
+                written += len(piece)
+                if self.max_chars is not None and written > self.max_chars:
+                    raise RenderTooLarge(f"the template wrote more than {self.max_chars:,} characters")
+                pieces.append(piece)
+            return "".join(pieces)
+        except TemplateError:
+            raise
         except Exception as e:  # jinja2 TemplateError, raise_exception(...), TypeError in filters
             raise TemplateError(str(e)) from e
 
     def __call__(self, messages: list) -> Rendered:
         text = self._render_text(messages)
-        sanitized_messages = [
-            {**m, "content": self._marker_re.sub(lambda x: FILLER * len(x.group()), m["content"])} if self._marker_re else m
-            for m in messages
-        ]
+        sanitized_messages = [{**m, "content": self._sanitized(m["content"])} for m in messages]
         probe = self._render_text(sanitized_messages) if sanitized_messages != messages else text
         if len(probe) != len(text):
             raise TemplateError("the template's output depends on control text inside content")
         turns = []
         cursor = 0
-        rule = self.rule
-        ends = rule.end_markers
         for index, message in enumerate(messages):
-            if message["role"] != rule.role:
+            if message["role"] != self.rule.role:
                 continue
             m = self._header_re.search(probe, cursor)
             if m is None:
-                raise TemplateError(f"cannot locate the turn of message {index} in the rendered text")
-            found = [(at, len(eot)) for eot in ends if (at := probe.find(eot, m.end())) >= 0]
-            if not found:
-                raise TemplateError(f"cannot locate the end of message {index}'s turn")
-            at, length = min(found)  # the first end-of-turn marker after the header closes the turn
-            end = at + length
-            if rule.after_end_of_turn and probe.startswith(rule.after_end_of_turn, end):
-                end += len(rule.after_end_of_turn)
+                raise TurnNotFound(f"cannot locate the turn of message {index} in the rendered text")
+            end = self._turn_end(probe, m.end())
+            if end is None:
+                raise TurnNotFound(f"cannot locate the end of message {index}'s turn")
             turns.append(Turn(index, message["role"], m.start(), m.end(), end))
             cursor = end
         return Rendered(text, tuple(turns))
+
+    def _turn_end(self, probe: str, start: int) -> int | None:
+        """Where the turn whose body starts at ``start`` ends: after the first end marker followed by the rule's
+        separator (a marker that overlaps itself can also match earlier, ending inside the template's own)."""
+        after = self.rule.after_end_of_turn
+        found = []
+        for marker in self.rule.end_markers:
+            at = probe.find(marker, start)
+            while at >= 0 and not probe.startswith(after, at + len(marker)):
+                at = probe.find(marker, at + 1)
+            if at >= 0:
+                found.append(at + len(marker) + len(after))
+        return min(found, default=None)
+
+    def _sanitized(self, content: str) -> str:
+        """``content`` with its markers, and a marker's piece at either end (inside the whitespace the template
+        may strip), replaced by filler of the same length."""
+        if self._marker_re is None:
+            return content
+        chars = list(self._marker_re.sub(lambda x: FILLER * len(x.group()), content))
+        end, start = len(content.rstrip()), len(content) - len(content.lstrip())
+        for marker in self.markers:
+            head = next((k for k in range(len(marker) - 1, 0, -1) if content.endswith(marker[:k], start, end)), 0)
+            chars[end - head:end] = FILLER * head
+            tail = next((k for k in range(len(marker) - 1, 0, -1) if content.startswith(marker[-k:], start, end)), 0)
+            chars[start:start + tail] = FILLER * tail
+        return "".join(chars)

@@ -47,6 +47,7 @@ class MaskRule:
     # Families whose template writes no end-of-turn token (GLM): ``final_turn_end`` is appended after a
     # conversation's final assistant turn, which the template leaves open (see masks/glm4_5.yaml).
     final_turn_end: str = ""
+    path: Path | None = field(default=None, compare=False)  # the rule file (named in messages about it)
 
     @property
     def end_markers(self) -> tuple[str, ...]:
@@ -151,7 +152,7 @@ def _load_rule_file(path: Path) -> MaskRule:
         data["end_of_turn"] = tuple(data["end_of_turn"])
     if data["name"] != path.stem:
         raise UsageError(f"{path}: key 'name': {data['name']!r} differs from the file name (allowed: {path.stem!r})")
-    return MaskRule(**data)
+    return MaskRule(**data, path=path)
 
 
 def list_mask_rules() -> list[str]:

@@ -118,15 +118,24 @@ def _token_text(value) -> str | None:
     return value
 
 
-def _chat_template(directory: Path, config: dict, files: dict[str, str]) -> str | None:
+def _chat_template(directory: Path, config: dict, files: dict[str, str]) -> tuple[str | None, Path | None]:
+    """The chat template and the file it is read from; one that is not text is refused, naming that file."""
     jinja = directory / "chat_template.jinja"
     if jinja.exists():
         files["chat_template.jinja"] = sha256_file(jinja)
-        return jinja.read_text(encoding="utf-8")
+        return jinja.read_text(encoding="utf-8"), jinja
+    where = directory / "tokenizer_config.json"
     template = config.get("chat_template")
     if isinstance(template, list):  # [{"name": "default", "template": ...}, ...]
-        template = next((t["template"] for t in template if t.get("name") == "default"), None)
-    return template
+        if not all(isinstance(t, dict) and isinstance(t.get("name"), str) and isinstance(t.get("template"), str)
+                   for t in template):
+            raise UsageError(f"{where}: chat_template: a list of templates must hold {{\"name\": ..., \"template\": "
+                             "...}} objects whose values are strings")
+        template = next((t["template"] for t in template if t["name"] == "default"), None)
+    if template is not None and not isinstance(template, str):
+        raise UsageError(f"{where}: chat_template must be a string (or a list of named templates), not "
+                         f"{type(template).__name__} {str(template)[:40]!r}")
+    return template, where if template is not None else None
 
 
 @dataclass
@@ -172,9 +181,10 @@ def _load_local(profile: TokenizerProfile, path: Path, description: str | None =
     if (directory / "tokenizer_config.json").exists():
         files["tokenizer_config.json"] = sha256_file(directory / "tokenizer_config.json")
     eos = _token_text(config.get("eos_token")) or profile.eos_token
-    template = _chat_template(directory, config, files)
+    template, template_file = _chat_template(directory, config, files)
     request = TokenizerFiles(path, directory, profile, eos, files, template, description, source)
     vocab = resolve(_format_of(profile, directory).load)(request)
+    vocab.info.chat_template_file = str(template_file) if template_file else None
     vocab.bos_token = _token_text(config.get("bos_token"))
     vocab.info.pins = _pin_states(profile, files)
     return vocab

@@ -43,6 +43,7 @@ class VocabInfo:
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256 of the files actually used
     chat_template: str | None = None
     pins: dict[str, str] = field(default_factory=dict)  # pinned file name -> "match" | "mismatch" | "absent" | ...
+    chat_template_file: str | None = None  # the file the chat template was read from (named in errors about it)
 
 
 class Vocab:

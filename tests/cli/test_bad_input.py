@@ -36,7 +36,7 @@ from helpers.chat import u as U
 from helpers.qwen_reference import mask_from_token_bytes, qwen_by_hand
 from sftpack.builder import pipeline  # noqa: E402
 from sftpack.builder.conversation import SKIP_REASONS, Skip
-from sftpack.builder.encode import encode_conversation, make_encoder
+from sftpack.builder.encode import MAX_RENDERED_CHARS, encode_conversation, make_encoder
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.loading import load_vocab
@@ -219,6 +219,8 @@ MALFORMED = [
     ("step-loss-mask-string", {"id": "bad-35", "messages": [U("Q?"), {**A("A."), "step_loss_mask": "1"}]}, "step_loss_mask_invalid"),
     ("step-loss-mask-two", {"id": "bad-36", "messages": [U("Q?"), {**A("A."), "step_loss_mask": 2}]}, "step_loss_mask_invalid"),
     ("step-loss-mask-list", {"id": "bad-37", "messages": [U("Q?"), {**A("A."), "step_loss_mask": [1]}]}, "step_loss_mask_invalid"),
+    # past the cap on one rendered conversation (a template writing without end is stopped at the same cap)
+    ("rendered-too-large", {"id": "bad-39", "messages": [U("x" * MAX_RENDERED_CHARS), A("A.")]}, "rendered_too_large"),
 ]
 # Whole JSONL lines that are not a row: the strict message names them by line number.
 BAD_LINES = [
