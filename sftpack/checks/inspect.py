@@ -15,7 +15,7 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.builder.record import read_record_beside
 from sftpack.checks.terminal import SUPERVISED_CLOSE, SUPERVISED_OPEN, paint, escape, render_segments
-from sftpack.rows.formats import NotSftpackRows, open_rows_file
+from sftpack.rows.formats import open_rows_file
 
 
 def _model_beside(path: Path) -> str | None:
@@ -187,10 +187,8 @@ def summarize(path: str | Path) -> dict:
         "supervised_token_ratio": float(per_row.sum() / (nrows * width)) if nrows else 0.0,
         "supervised_per_row": _stats(per_row),
     }
-    try:
-        provenance = rows.all_provenance()
-    except NotSftpackRows:
-        provenance = None
+    # files written before provenance existed have none; provenance that does not fit its rows is refused
+    provenance = rows.all_provenance() if rows.has_provenance else None
     if provenance is not None:
         # Counted by pieces, not by ids (two conversations may share an id): a conversation starts with its piece
         # at offset 0 (or, cut before the file's first row, with row 0's first piece); a continuation piece opens

@@ -21,6 +21,7 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.refs import Ref, resolve
+from sftpack.rows.validation import mask_problem, provenance_problem
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,8 @@ class RowsReader:
     """One rows file, opened and checked once. Subclasses set ``path``, ``row_tokens``, ``build_name`` and
     ``group_bounds`` (first row of each row group, then the row count) and
     decode one group: ``read_group(g) -> (tokens int32 [n, row_tokens], loss_mask uint8 [n, row_tokens])`` and
-    ``read_provenance_group(g) -> list of (ids, starts, lengths, offsets)`` per row."""
+    ``read_provenance_group(g) -> list of (ids, starts, lengths, offsets)`` per row. Everything else reads
+    through ``checked_group`` / ``checked_provenance``, which refuse what :mod:`sftpack.rows.validation` refuses."""
 
     path: Path
     row_tokens: int
@@ -132,6 +134,32 @@ class RowsReader:
         raise NotImplementedError
 
     has_provenance = True  # whether read_provenance_group can answer
+    _masks_checked = False
+
+    def checked_group(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """``read_group(group)``; :class:`NotSftpackRows` naming the first row whose loss mask is not 0/1."""
+        tokens, mask = self.read_group(group)
+        problem = mask_problem(mask, int(self.group_bounds[group]))
+        if problem:
+            raise NotSftpackRows(f"{self.path}: {problem}")
+        return tokens, mask
+
+    def checked_provenance(self, group: int) -> list[tuple]:
+        """``read_provenance_group(group)``; :class:`NotSftpackRows` naming the first row whose provenance does
+        not fit it."""
+        values, first = self.read_provenance_group(group), int(self.group_bounds[group])
+        for k, row in enumerate(values):
+            problem = provenance_problem(row, first + k, self.row_tokens)
+            if problem:
+                raise NotSftpackRows(f"{self.path}: {problem}")
+        return values
+
+    def check_masks(self) -> None:
+        """Every row's loss mask checked (once per reader): one row read is refused as the whole file is."""
+        if not self._masks_checked:
+            for g in range(len(self.group_bounds) - 1):
+                self.checked_group(g)
+            self._masks_checked = True
 
     @property
     def num_rows(self) -> int:
@@ -146,7 +174,7 @@ class RowsReader:
 
     def groups(self) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for g in range(len(self.group_bounds) - 1):
-            yield self.read_group(g)
+            yield self.checked_group(g)
 
     def read(self, rows: slice | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Rows ``rows`` (a contiguous slice; all by default), decoding only the groups that hold them."""
@@ -154,7 +182,7 @@ class RowsReader:
         if step != 1:
             raise ValueError("read_rows: only contiguous slices")
         bounds = self.group_bounds
-        parts = [(g, self.read_group(g)) for g in range(len(bounds) - 1) if bounds[g] < stop and bounds[g + 1] > start]
+        parts = [(g, self.checked_group(g)) for g in range(len(bounds) - 1) if bounds[g] < stop and bounds[g + 1] > start]
         if not parts:
             return np.zeros((0, self.row_tokens), np.int32), np.zeros((0, self.row_tokens), np.uint8)
         if len(parts) == 1:
@@ -167,14 +195,13 @@ class RowsReader:
 
     def row(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         group, index = self.group_of(row)
-        tokens, mask = self.read_group(group)
-        if (mask[index] > 1).any():  # refused as hash() refuses the file
-            raise NotSftpackRows(f"{self.path}: loss_mask holds values other than 0 and 1")
+        self.check_masks()  # refused as hash() refuses the file, whichever row holds the bad value
+        tokens, mask = self.checked_group(group)
         return tokens[index], mask[index]
 
     def provenance(self, row: int):
         group, index = self.group_of(row)
-        return Provenance(row, self.row_tokens, *self.read_provenance_group(group)[index])
+        return Provenance(row, self.row_tokens, *self.checked_provenance(group)[index])
 
     def provenance_range(self, start: int, stop: int) -> list:
         """Provenance of rows ``start .. stop`` (within the file), each row group's columns decoded once: asking
@@ -183,7 +210,7 @@ class RowsReader:
         for g in range(len(bounds) - 1):
             first, end = int(bounds[g]), int(bounds[g + 1])
             if first < stop and end > start:
-                values = self.read_provenance_group(g)
+                values = self.checked_provenance(g)
                 out += [Provenance(k, self.row_tokens, *values[k - first]) for k in range(max(start, first), min(stop, end))]
         return out
 
@@ -206,15 +233,12 @@ class RowsReader:
         h = hashlib.sha256()
         rows = supervised = 0
         counts = []
-        bad_mask = False
         for tokens, mask in self.groups():
-            bad_mask |= bool((mask > 1).any())
             update_rows_sha256(h, tokens, mask)
             rows += len(tokens)
             counts.append(mask.sum(axis=1, dtype=np.int64))
             supervised += int(counts[-1].sum())
-        if bad_mask:
-            raise NotSftpackRows(f"{self.path}: loss_mask holds values other than 0 and 1")
+        self._masks_checked = True
         figures = {
             "rows_sha256": h.hexdigest(),
             "rows": rows,

@@ -30,6 +30,7 @@ from sftpack.rows.formats import (
     RowsReader,
     check_format_version,
 )
+from sftpack.rows.validation import duplicated_columns
 
 FORMAT_VERSION = "2"
 
@@ -70,6 +71,9 @@ def open_rows(path: str | Path) -> pq.ParquetFile:
         raise NotSftpackRows(f"{path}: not a parquet file ({e})") from None
     check_format_version(format_of(pf), path)
     names = pf.schema_arrow.names
+    twice = duplicated_columns(names)
+    if twice:  # a reader asking for such a column by name cannot know which one it gets
+        raise NotSftpackRows(f"{path}: not sftpack rows (column {', '.join(map(repr, twice))} appears more than once)")
     if "tokens" not in names or "loss_mask" not in names or pf.schema_arrow.field("tokens").type != pa.binary():
         raise NotSftpackRows(f"{path}: not sftpack rows (needs binary `tokens` and `loss_mask` columns)")
     return pf

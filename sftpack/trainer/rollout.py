@@ -28,13 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
-from sftpack.base.errors import UsageError
+from sftpack.base.errors import UsageError, one_line
 from sftpack.rows.formats import NotSftpackRows, open_rows_file
 
 __all__ = ["RolloutError", "RowSource", "fill_sample", "generate_rollout", "row_source"]
 
 # slime's --prompt-data PATH@[start:end] (either end optional): prompt_data_path and available_rows read one syntax
-_PROMPT_SLICE = re.compile(r"^(?P<path>.*)@\[(?P<start>-?\d*):(?P<stop>-?\d*)\]$")
+_PROMPT_SLICE = re.compile(r"^(?P<path>.*)@\[(?P<start>-?[0-9]{0,18}):(?P<stop>-?[0-9]{0,18})\]$")
 
 # Decoded row groups are kept (least recently used out first) up to this many MiB per file: with
 # --rollout-shuffle a 128-row batch touches ~70 of a 6,400-row file's 100 groups, so without a cache every batch
@@ -47,7 +47,11 @@ DECODE_THREADS = min(8, os.cpu_count() or 1)  # row groups decode in parallel (p
 
 
 class RolloutError(ValueError):
-    """The samples handed to ``generate_rollout`` cannot be fed from sftpack rows."""
+    """The samples handed to ``generate_rollout`` cannot be fed from sftpack rows. Its message is one printable
+    line: text from the samples or the file (a build name, a prompt, a path) is escaped, never written raw."""
+
+    def __init__(self, message: str):
+        super().__init__(one_line(message))
 
 
 class RowSource:
@@ -113,7 +117,7 @@ class RowSource:
 
     def _decode(self, group: int) -> tuple[np.ndarray, np.ndarray]:
         try:  # views of the group's own arrow buffers: nothing else is kept alive
-            tokens, mask = self._file.read_group(group)
+            tokens, mask = self._file.checked_group(group)
         except NotSftpackRows as e:
             raise RolloutError(f"--prompt-data {self.path}: row group {group}: {e}") from e
         bad = np.flatnonzero((tokens < 0).any(axis=1))  # no embedding has a negative index: fail here, not on the GPU
@@ -131,8 +135,8 @@ def row_source(path: str | Path) -> RowSource:
     """The cached ``RowSource`` of ``path``; reopened when the file changes (size or mtime)."""
     try:
         st = os.stat(path)
-    except OSError as e:
-        raise RolloutError(f"--prompt-data {path}: {e.strerror}") from None
+    except (OSError, ValueError) as e:  # ValueError: a path holding a NUL
+        raise RolloutError(f"--prompt-data {path}: {getattr(e, 'strerror', None) or e}") from None
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
     source = _SOURCES.get(key)
     if source is None:
@@ -178,25 +182,32 @@ def _row_of(sample, path: str, source: RowSource) -> int:
             f"--prompt-data {path}: sample (prompt {str(prompt)[:40]!r}) has no integer metadata['row'] "
             f"(metadata {str(metadata)[:80]}): not an sftpack row, or slime was not given --metadata-key metadata")
     row = int(row)
+    if not 0 <= row < source.num_rows:
+        shown = str(row) if row.bit_length() < 100 else f"of {row.bit_length():,} bits"  # str() refuses 4,300+ digits
+        raise RolloutError(f"--prompt-data {path}: row {shown} does not exist (the sample's metadata['row']; the "
+                           f"file has {source.num_rows} rows)")
     build = metadata.get("build")
     if source.build and build is not None and build != source.build:
         raise RolloutError(f"--prompt-data {path}: row {row} says build {build!r} but the file holds {source.build!r}")
     named = _named_row(prompt)
-    if named is not None and named != row:
-        raise RolloutError(f"--prompt-data {path}: row {row}: prompt {str(prompt)[:60]!r} names another row ({named})")
+    if named is not None and named != str(row):
+        shown = named if len(named) <= 30 else f"{named[:12]}... ({len(named):,} digits)"
+        raise RolloutError(f"--prompt-data {path}: row {row}: prompt {str(prompt)[:60]!r} names another row ({shown})")
     return row
 
 
-def _named_row(prompt) -> int | None:
-    """The row an sftpack prompt names: ``"sftpack row K"`` (format 1) or ``[{"content": "sftpack row K", ...}]``.
+def _named_row(prompt) -> str | None:
+    """The row an sftpack prompt names, as decimal digits without leading zeros (a prompt may name a row of any
+    number of digits: it is compared as text, never converted): ``"sftpack row K"`` (format 1) or
+    ``[{"content": "sftpack row K", ...}]``.
 
-    >>> _named_row("sftpack row 3"), _named_row([{"role": "user", "content": "sftpack row 4"}]), _named_row("hi")
-    (3, 4, None)
+    >>> _named_row("sftpack row 3"), _named_row([{"role": "user", "content": "sftpack row 04"}]), _named_row("hi")
+    ('3', '4', None)
     """
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], dict):
         prompt = prompt[0].get("content")
-    m = re.fullmatch(r"sftpack row (\d+)", prompt) if isinstance(prompt, str) else None
-    return int(m.group(1)) if m else None
+    m = re.fullmatch(r"sftpack row ([0-9]+)", prompt) if isinstance(prompt, str) else None
+    return (m.group(1).lstrip("0") or "0") if m else None
 
 
 def available_rows(prompt_data: str, source: RowSource, data_buffer) -> int:
@@ -215,16 +226,16 @@ def available_rows(prompt_data: str, source: RowSource, data_buffer) -> int:
     return len(range(source.num_rows)[start:stop])
 
 
-def _check_args(args, path: str, source: RowSource, data_buffer) -> None:
+def _check_args(args, prompt_data: str, path: str, source: RowSource, data_buffer) -> None:
     """Misuse the trainers would only report later, or not at all, refused on the first call with one line."""
     batch = getattr(args, "rollout_batch_size", None)
     if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
         raise RolloutError(f"pretokenized_sft_rollout needs --rollout-batch-size >= 1 (got {batch!r})")
-    rows = available_rows(args.prompt_data, source, data_buffer)
+    rows = available_rows(prompt_data, source, data_buffer)
     if rows < batch:
         # slime would wrap into a second epoch that still lacks rows and fail in dp_schedule.py; miles with
         # "Not enough samples".
-        raise RolloutError(f"--prompt-data {args.prompt_data}: holds {rows} rows but --rollout-batch-size is {batch}: "
+        raise RolloutError(f"--prompt-data {prompt_data}: holds {rows} rows but --rollout-batch-size is {batch}: "
                            f"build at least {batch} rows (sftpack build --rows) or lower --rollout-batch-size")
     max_len = getattr(args, "rollout_max_context_len", None)
     if max_len is not None and max_len < source.row_tokens:
@@ -244,9 +255,15 @@ def generate_rollout(args, rollout_id, data_buffer, evaluation=False):
         raise RolloutError("pretokenized_sft_rollout needs --prompt-data ROWS.parquet (the parquet sftpack build wrote)")
     if not hasattr(data_buffer, "get_samples"):
         raise RolloutError(f"pretokenized_sft_rollout needs a data buffer with get_samples(); got {type(data_buffer).__name__}")
-    path = prompt_data_path(args.prompt_data)
+    prompt_data = args.prompt_data
+    if isinstance(prompt_data, os.PathLike):
+        prompt_data = os.fspath(prompt_data)
+    if not isinstance(prompt_data, str):
+        raise RolloutError(f"--prompt-data must be one path (a string), not a {type(prompt_data).__name__} "
+                           f"({str(prompt_data)[:80]})")
+    path = prompt_data_path(prompt_data)
     source = row_source(path)
-    _check_args(args, path, source, data_buffer)
+    _check_args(args, prompt_data, path, source, data_buffer)
 
     groups = data_buffer.get_samples(args.rollout_batch_size)
     samples = [sample for group in groups for sample in group]
