@@ -13,6 +13,7 @@ the conversations the rows need are ever read.
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +28,7 @@ from sftpack.builder.source.base import (
     SourceInfo,
     generated_id,
     source_id,
+    wide_encoding,
 )
 from sftpack.builder.source.jsonl import JsonLinesSource
 from sftpack.builder.source.memory import ListSource, source_from_rows
@@ -49,6 +51,7 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
     path = Path(spec)
     if not path.exists():
         raise UsageError(f"--source {spec}: no such file or directory (use hub, sample, or a path)")
+    _check_plain_file(path, spec)
     info = SourceInfo(path.name, "file")
     try:
         if path.is_dir():
@@ -59,6 +62,8 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
         suffix = path.suffix.lower()
         if suffix == ".parquet":
             return open_parquet([path], info)
+        if suffix in (".jsonl", ".json"):
+            _check_utf8(path, spec)
         if suffix == ".jsonl":
             return JsonLinesSource(path, info)
         if suffix == ".json":
@@ -77,3 +82,26 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
     raise UsageError(f"--source {spec}: unsupported file type (use .parquet, .jsonl, .json, .arrow or a directory)")
 
 
+
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISBLK, "a block device"))
+
+
+def _check_plain_file(path: Path, spec: str) -> None:
+    """Refuse, before opening it, a source that is neither a regular file nor a directory: a build reads its
+    source more than once (a FIFO opened a second time waits for a writer that never comes)."""
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    raise UsageError(f"--source {spec}: not a regular file ({kind}); a build reads its source more than once, so "
+                     "save it to a file first")
+
+
+def _check_utf8(path: Path, spec: str) -> None:
+    with open(path, "rb") as f:
+        encoding = wide_encoding(f.read(4))
+    if encoding is not None:
+        raise UsageError(f"--source {spec}: the file is {encoding} text; sftpack reads JSON as UTF-8: convert it "
+                         f"(iconv -f {encoding} -t UTF-8)")

@@ -91,6 +91,33 @@ class Source:
         return None
 
 
+# Byte-order marks of the encodings a JSON source is refused in (UTF-32's before UTF-16's: FF FE starts both).
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32-LE"), (b"\x00\x00\xfe\xff", "UTF-32-BE"), (b"\xff\xfe", "UTF-16-LE"),
+              (b"\xfe\xff", "UTF-16-BE"))
+
+
+def wide_encoding(head: bytes) -> str | None:
+    """The UTF-16 or UTF-32 encoding a JSON file starting with ``head`` (its first 4 bytes) is in, or None: by
+    its byte-order mark, else by the NUL bytes beside its first (ASCII) character.
+
+    >>> wide_encoding('[{"a"'.encode("utf-16-le")), wide_encoding(b'{"a": 1}'), wide_encoding(b"")
+    ('UTF-16-LE', None, None)
+    """
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return name
+    nul = [b == 0 for b in head[:4]]
+    if nul == [False, True, True, True]:
+        return "UTF-32-LE"
+    if nul == [True, True, True, False]:
+        return "UTF-32-BE"
+    if nul[:2] == [False, True]:
+        return "UTF-16-LE"
+    if nul[:2] == [True, False]:
+        return "UTF-16-BE"
+    return None
+
+
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
 

@@ -10,16 +10,16 @@ import numpy as np
 
 from sftpack.builder.source.base import RowError, Source, SourceChanged, SourceInfo, json_type, source_id
 
-_SOLID = np.ones(256, bool)  # by byte value: not JSON whitespace (a line of only whitespace is not a row)
-
-
-_SOLID[[9, 10, 13, 32]] = False
+# By byte value: neither JSON whitespace nor a byte of the UTF-8 byte-order mark (EF BB BF): a line of only those
+# is not a row (no JSON text is made of them alone).
+_SOLID = np.ones(256, bool)
+_SOLID[[9, 10, 13, 32, 0xEF, 0xBB, 0xBF]] = False
 
 
 class JsonLinesSource(Source):
     """A JSONL file read lazily: only line offsets are kept in memory. Lines are read with ``pread``, not
     through a memory map, so a file cut short while the build reads it is an error (:class:`SourceChanged`),
-    not a SIGBUS. Blank and whitespace-only lines are not rows."""
+    not a SIGBUS. Blank lines, and lines of only whitespace and byte-order marks, are not rows."""
 
     BLOCK = 4 << 20  # bytes scanned at a time when the file is opened
 
