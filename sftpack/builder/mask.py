@@ -64,7 +64,9 @@ def supervised_spans(rendered: Rendered, messages: list, rule: MaskRule) -> list
         if not is_supervised_message(messages[turn.message], rule):
             continue
         begin = turn.body
-        if rule.skip_after_header and text.startswith(rule.skip_after_header, begin):
-            begin += len(rule.skip_after_header)
+        for skip in rule.skips:  # the longest skipped text that follows the header
+            if text.startswith(skip, begin):
+                begin += len(skip)
+                break
         spans.append((begin, turn.end))
     return spans

@@ -93,10 +93,12 @@ class JinjaRenderer:
             if m is None:
                 raise TurnNotFound(f"cannot locate the turn of message {index} in the rendered text")
             end = self._turn_end(probe, m.end())
+            if end is None and self.rule.final_turn_end and index == len(messages) - 1:
+                end = len(probe)  # the last turn, which a template without an end-of-turn token leaves open
             if end is None:
                 raise TurnNotFound(f"cannot locate the end of message {index}'s turn")
             turns.append(Turn(index, message["role"], m.start(), m.end(), end))
-            cursor = end
+            cursor = end - self._opens_next(probe, end)
         return Rendered(text, tuple(turns))
 
     def _turn_end(self, probe: str, start: int) -> int | None:
@@ -111,6 +113,13 @@ class JinjaRenderer:
             if at >= 0:
                 found.append(at + len(marker) + len(after))
         return min(found, default=None)
+
+    def _opens_next(self, probe: str, end: int) -> int:
+        """The length of the end marker closing at ``end`` when it is also the next turn's header (GLM's role
+        tokens: a turn runs through the role token that starts the next one), else 0."""
+        if self.rule.after_end_of_turn:
+            return 0
+        return next((len(m) for m in self.rule.end_markers if probe.endswith(m, 0, end) and self.rule.header.startswith(m)), 0)
 
     def _sanitized(self, content: str) -> str:
         """``content`` with its markers, and a marker's piece at either end (inside the whitespace the template

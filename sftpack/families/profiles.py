@@ -39,7 +39,9 @@ class MaskRule:
     name: str
     role: str
     header: str
-    skip_after_header: str
+    # text after the header that the generation prompt holds: one, or several of which the longest that follows the
+    # header is skipped (Nemotron's template writes <think></think> before an answer, <think>\n before reasoning)
+    skip_after_header: str | tuple
     # one marker, or the markers one of which closes each turn (gpt-oss: <|end|>, <|return|>; GLM: the next role token)
     end_of_turn: str | tuple
     after_end_of_turn: str
@@ -54,10 +56,16 @@ class MaskRule:
         return (self.end_of_turn,) if isinstance(self.end_of_turn, str) else tuple(self.end_of_turn)
 
     @property
+    def skips(self) -> tuple[str, ...]:
+        """The skipped texts, longest first."""
+        skips = (self.skip_after_header,) if isinstance(self.skip_after_header, str) else self.skip_after_header
+        return tuple(sorted((s for s in skips if s), key=len, reverse=True))
+
+    @property
     def markers(self) -> tuple[str, ...]:
-        """The fixed texts the rule relies on (header pieces around ``{name}``, the skipped text, the end
+        """The fixed texts the rule relies on (header pieces around ``{name}``, the skipped texts, the end
         markers): content holding one of them is counted as control text."""
-        pieces = [*self.header.split("{name}"), self.skip_after_header, *self.end_markers, self.final_turn_end]
+        pieces = [*self.header.split("{name}"), *self.skips, *self.end_markers, self.final_turn_end]
         return tuple(dict.fromkeys(p for p in pieces if p.strip()))
 
 
@@ -65,7 +73,7 @@ RULE_KEYS = {
     "name": Key(str, "the rule's name, equal to the file name"),
     "role": Key(str, "the role whose turns are supervised", choices=("assistant",)),
     "header": Key(str, "the turn header; {name} may stand for a role name", nonempty=True),
-    "skip_after_header": Key(str, "text after the header that is not supervised", default=""),
+    "skip_after_header": Key((str, list), "text after the header that is not supervised", default=""),  # or a list
     "end_of_turn": Key((str, list), "the end-of-turn marker", nonempty=True),  # or a list: one of them closes each turn
     "after_end_of_turn": Key(str, "the separator written after the marker", default=""),
     "example": Key(dict, "{turn, supervised_chars}", default={}, keys={
@@ -146,10 +154,11 @@ def load_mask_rule(name: str, local: Path | None = None) -> MaskRule:
 @lru_cache(maxsize=None)
 def _load_rule_file(path: Path) -> MaskRule:
     data = check(read_yaml(path), RULE_KEYS, path)
-    if isinstance(data["end_of_turn"], list):
-        if not all(isinstance(m, str) and m for m in data["end_of_turn"]):
-            raise UsageError(f"{path}: key 'end_of_turn': every marker of the list must be a non-empty string")
-        data["end_of_turn"] = tuple(data["end_of_turn"])
+    for key in ("end_of_turn", "skip_after_header"):
+        if isinstance(data[key], list):
+            if not all(isinstance(m, str) and m for m in data[key]):
+                raise UsageError(f"{path}: key '{key}': every text of the list must be a non-empty string")
+            data[key] = tuple(data[key])
     if data["name"] != path.stem:
         raise UsageError(f"{path}: key 'name': {data['name']!r} differs from the file name (allowed: {path.stem!r})")
     return MaskRule(**data, path=path)
