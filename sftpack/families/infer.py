@@ -62,10 +62,10 @@ class TemplateRunner:
     """A chat template compiled the way transformers compiles it, rendered with or without the generation prompt."""
 
     def __init__(self, template: str, variables: dict | None = None):
-        from transformers.utils.chat_template_utils import _compile_jinja_template
+        from sftpack.families.jinja import compile_template
 
         self.template = template
-        self._compiled = _compile_jinja_template(template)
+        self._compiled = compile_template(template)
         self.variables = dict(variables or {})
 
     def __call__(self, messages: list, add_generation_prompt: bool = False) -> str:
