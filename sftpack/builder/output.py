@@ -72,11 +72,13 @@ class OutputFiles:
                 p.unlink()
 
     def commit(self, record) -> None:
-        """Rename the parquet into place, then write and rename the build record (a :class:`~sftpack.builder.record.BuildRecord`)."""
-        with open(self.tmp_record, "w", encoding="utf-8") as f:
-            f.write(record.to_yaml())
-            f.flush()
-            os.fsync(f.fileno())
+        """Rename the parquet into place, then write and rename the build record (a
+        :class:`~sftpack.builder.record.BuildRecord`; None: the rows file goes without one)."""
+        if record is not None:
+            with open(self.tmp_record, "w", encoding="utf-8") as f:
+                f.write(record.to_yaml())
+                f.flush()
+                os.fsync(f.fileno())
         # No Ctrl-C/SIGTERM between the two renames: the parquet must never be left without its record. (Blocking
         # the signals in this thread would not do: another thread - the writer's, tqdm's - can take them and
         # Python still runs the handler here.) Once both are renamed, the build is done whatever arrives.
@@ -85,7 +87,8 @@ class OutputFiles:
             if self.overwrite and self.record.exists():
                 self.record.unlink()  # an old record must never describe the new parquet
             os.replace(self.tmp_parquet, self.parquet)
-            os.replace(self.tmp_record, self.record)
+            if record is not None:
+                os.replace(self.tmp_record, self.record)
             interrupts.mark_done()
 
     def _release(self) -> None:

@@ -6,7 +6,8 @@ build_name)`` with ``write(row)`` and ``close() -> (sha256, bytes)``, and a ``re
 (:class:`RowSink`), hashing a file back, reading rows, provenance and batches (:class:`RowsReader`'s methods) - is
 here once. A reader only has to say where its row groups are (``group_bounds``) and decode one
 (``read_group``, ``read_provenance_group``); ``hash``, ``verify``, ``inspect``, the rollout and ``loss`` all go
-through that object. Parquet (:mod:`sftpack.rows.parquet`, :mod:`sftpack.rows.parquet_writer`) is the only format sftpack ships.
+through that object. sftpack ships parquet (:mod:`sftpack.rows.parquet`, :mod:`sftpack.rows.parquet_writer`) and the
+layouts TRL and Megatron-Bridge read (:mod:`sftpack.rows.trl`, :mod:`sftpack.rows.megatron_bridge`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class RowFormat:
 
 ROW_FORMATS: dict[str, RowFormat] = {
     "parquet": RowFormat(".parquet", "sftpack.rows.parquet_writer:RowWriter", "sftpack.rows.parquet:ParquetRows"),
+    "trl": RowFormat(".trl.parquet", "sftpack.rows.trl:TrlWriter", "sftpack.rows.trl:TrlRows"),
+    "megatron-bridge": RowFormat(".idx.parquet", "sftpack.rows.megatron_bridge:MegatronBridgeWriter",
+                                 "sftpack.rows.megatron_bridge:MegatronBridgeRows"),
 }
 
 
@@ -44,12 +48,11 @@ def get_row_format(name: str) -> RowFormat:
 
 
 def format_of_path(path) -> RowFormat:
-    """The format whose suffix the file name has; parquet for any other name (sftpack's own format)."""
+    """The format whose suffix the file name ends with (the longest that matches: ``.trl.parquet`` before
+    ``.parquet``); parquet for any other name (sftpack's own format)."""
     name = Path(path).name
-    for fmt in ROW_FORMATS.values():
-        if name.endswith(fmt.suffix):
-            return fmt
-    return ROW_FORMATS["parquet"]
+    matching = [fmt for fmt in ROW_FORMATS.values() if name.endswith(fmt.suffix)]
+    return max(matching, key=lambda fmt: len(fmt.suffix)) if matching else ROW_FORMATS["parquet"]
 
 
 def open_rows_file(path) -> "RowsReader":

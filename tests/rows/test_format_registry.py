@@ -95,7 +95,7 @@ def test_a_registered_toy_format_builds_hashes_verifies_and_inspects(toy_format,
 
 
 def test_an_unknown_format_is_one_line():
-    with pytest.raises(UsageError, match=r"^--format 'csv': unknown rows format \(known: parquet\)$"):
+    with pytest.raises(UsageError, match=r"^--format 'csv': unknown rows format \(known: megatron-bridge, parquet, trl\)$"):
         BuildConfig(model=MODEL, format="csv")
 
 

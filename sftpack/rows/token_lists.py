@@ -1,0 +1,223 @@
+"""What the trainers' own layouts share: a parquet file with one ``list<int32>`` column of token ids per row.
+
+TRL (:mod:`sftpack.rows.trl`) and Megatron-Bridge (:mod:`sftpack.rows.megatron_bridge`) read pre-packed rows as
+parquet with an ``input_ids`` list column, a per-token loss-mask list column and the row's document boundaries in
+a list column of their own. A layout here is a :class:`TokenListLayout`: its column names and how it encodes and
+decodes the mask and the boundaries of a row group. Beside those columns every such file keeps sftpack's own:
+``supervised_tokens`` and the provenance columns (which conversations each row holds), and the parquet
+key-value metadata ``sftpack.format``, ``sftpack.row_tokens`` and ``sftpack.build``; the trainers read only
+the columns they name. Files are written with fixed options (the bytes depend only on the rows and the pyarrow
+version) in row groups of :data:`ROWS_PER_GROUP` rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sftpack.base.errors import UsageError
+from sftpack.base.hashing import file_sha256
+from sftpack.rows.formats import (
+    META_BUILD,
+    META_FORMAT,
+    META_ROW_TOKENS,
+    NotSftpackRows,
+    RowsReader,
+    check_format_version,
+)
+from sftpack.rows.parquet import FORMAT_VERSION, PROVENANCE_COLUMNS
+from sftpack.rows.validation import duplicated_columns
+
+ROWS_PER_GROUP = 64
+WRITER_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=False, write_statistics=False,
+                      version="2.6", data_page_version="1.0")
+TOKEN_LIST = pa.list_(pa.int32())
+MASK_LIST = pa.list_(pa.int8())
+PROVENANCE_SCHEMA = [
+    pa.field("supervised_tokens", pa.int32()),
+    pa.field("conversation_ids", pa.list_(pa.string())),
+    pa.field("conversation_starts", pa.list_(pa.int32())),
+    pa.field("conversation_lengths", pa.list_(pa.int32())),
+    pa.field("conversation_offsets", pa.list_(pa.int32())),
+]
+
+
+class BadBoundaries(ValueError):
+    """A row's boundary column does not describe its documents (``row``: index within the row group)."""
+
+    def __init__(self, row: int, message: str):
+        super().__init__(message)
+        self.row = row
+
+
+@dataclass(frozen=True)
+class TokenListLayout:
+    """A trainer's layout. ``mask_column`` and ``boundary_column`` are the list columns beside ``input_ids``;
+    ``encode(tokens, mask, boundaries) -> (stored_mask, stored_boundaries)`` and
+    ``decode(tokens, stored_mask, stored_boundaries) -> mask`` convert one row group ([n, row_tokens] arrays;
+    ``boundaries`` per row: 0, every document start, row_tokens)."""
+
+    name: str
+    mask_column: str
+    boundary_column: str
+    encode: Callable
+    decode: Callable
+
+    def schema(self, row_tokens: int, build_name: str) -> pa.Schema:
+        fields = [pa.field("input_ids", TOKEN_LIST), pa.field(self.mask_column, MASK_LIST),
+                  pa.field(self.boundary_column, pa.list_(pa.int32())), *PROVENANCE_SCHEMA]
+        return pa.schema(fields, metadata={META_FORMAT: FORMAT_VERSION, META_ROW_TOKENS: str(row_tokens),
+                                           META_BUILD: build_name})
+
+
+def row_boundaries(pieces, row_tokens: int) -> list[int]:
+    """0, the start of every conversation piece, and ``row_tokens``: the row's documents (the EOS after a
+    conversation stays with it), as :attr:`sftpack.rows.formats.Provenance.boundaries` has them."""
+    return sorted({0, *(piece.start for piece in pieces), row_tokens})
+
+
+def _lists(rows: list, values: np.ndarray, value_type: pa.DataType) -> pa.Array:
+    """A list column: row ``i`` holds ``rows[i]`` consecutive values of ``values``."""
+    offsets = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum(rows, out=offsets[1:])
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values, type=value_type))
+
+
+def _matrix_column(values: np.ndarray, value_type: pa.DataType) -> pa.Array:
+    """[n, row_tokens] as n lists of row_tokens values."""
+    return _lists([values.shape[1]] * len(values), values.reshape(-1), value_type)
+
+
+class TokenListWriter:
+    """Writes rows in a :class:`TokenListLayout` (the subclass names it) with ``write(row)`` and
+    ``close() -> (sha256, bytes)``; the build's sink hashes the rows."""
+
+    layout: TokenListLayout
+
+    def __init__(self, path, row_tokens: int, build_name: str):
+        self.path, self.row_tokens = Path(path), row_tokens
+        self._schema = self.layout.schema(row_tokens, build_name)
+        self._writer = pq.ParquetWriter(self.path, self._schema, **WRITER_OPTIONS)
+        self._pending: list = []
+        self.rows = 0
+
+    def write(self, row) -> None:
+        self._pending.append(row)
+        self.rows += 1
+        if len(self._pending) == ROWS_PER_GROUP:
+            self._flush()
+
+    def _flush(self) -> None:
+        rows, self._pending = self._pending, []
+        if not rows:
+            return
+        tokens = np.stack([row.tokens for row in rows]).astype(np.int32, copy=False)
+        mask = np.stack([row.loss_mask for row in rows])
+        boundaries = [row_boundaries(row.pieces, self.row_tokens) for row in rows]
+        try:
+            stored_mask, stored_boundaries = self.layout.encode(tokens, mask, boundaries)
+        except BadBoundaries as e:
+            raise UsageError(f"row {self.rows - len(rows) + e.row}: {e}; the {self.layout.name} layout cannot hold "
+                             "it") from None
+        pieces = [row.pieces for row in rows]
+        per_row = [len(p) for p in pieces]
+        flat = [piece for row_pieces in pieces for piece in row_pieces]
+        columns = [
+            _matrix_column(tokens, pa.int32()),
+            _matrix_column(stored_mask.astype(np.int8), pa.int8()),
+            _lists([len(b) for b in stored_boundaries], np.array([v for b in stored_boundaries for v in b], np.int32),
+                   pa.int32()),
+            pa.array([row.supervised for row in rows], pa.int32()),
+            _lists(per_row, np.array([p.conversation for p in flat], dtype=object), pa.string()),
+            *(_lists(per_row, np.array([getattr(p, key) for p in flat], np.int32), pa.int32())
+              for key in ("start", "length", "offset")),
+        ]
+        self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema), row_group_size=len(rows))
+
+    def abort(self) -> None:
+        self._writer.close()
+
+    def close(self) -> tuple[str, int]:
+        self._flush()
+        self._writer.close()
+        return file_sha256(self.path)
+
+
+def _list_matrix(column, width: int, dtype, what: str, path) -> np.ndarray:
+    """A list column whose lists all hold ``width`` values, as [n, width] (one copy of the values)."""
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if array.null_count:
+        raise NotSftpackRows(f"{path}: `{what}` has null rows")
+    offsets = array.offsets.to_numpy()
+    if len(array) and not np.all(np.diff(offsets) == width):
+        raise NotSftpackRows(f"{path}: `{what}` rows do not all hold {width} values")
+    values = array.values.slice(offsets[0], width * len(array)) if len(array) else array.values.slice(0, 0)
+    return np.asarray(values.to_numpy(zero_copy_only=False), dtype=dtype).reshape(len(array), width)
+
+
+class TokenListRows(RowsReader):
+    """Reads a file in a :class:`TokenListLayout` (the subclass names it): row groups are parquet row groups."""
+
+    layout: TokenListLayout
+
+    def __init__(self, path):
+        self.path = Path(path)
+        try:
+            self.file = pq.ParquetFile(self.path)
+        except Exception as e:
+            raise NotSftpackRows(f"{self.path}: not a parquet file ({e})") from None
+        meta = self.file.schema_arrow.metadata or {}
+        if META_FORMAT.encode() not in meta or META_ROW_TOKENS.encode() not in meta:
+            raise NotSftpackRows(f"{self.path}: not sftpack rows (no {META_FORMAT} / {META_ROW_TOKENS} metadata)")
+        check_format_version(meta[META_FORMAT.encode()].decode("utf-8", "replace"), self.path)
+        names = self.file.schema_arrow.names
+        twice = duplicated_columns(names)
+        if twice:  # a reader asking for such a column by name cannot know which one it gets
+            raise NotSftpackRows(f"{self.path}: not sftpack rows (column {', '.join(map(repr, twice))} appears more "
+                                 "than once)")
+        missing = [c for c in ("input_ids", self.layout.mask_column, self.layout.boundary_column) if c not in names]
+        if missing:
+            raise NotSftpackRows(f"{self.path}: not sftpack rows in the {self.layout.name} layout "
+                                 f"({', '.join(missing)} missing)")
+        try:
+            self.row_tokens = int(meta[META_ROW_TOKENS.encode()])
+        except ValueError:
+            raise NotSftpackRows(f"{self.path}: {META_ROW_TOKENS} is not a number") from None
+        self.build_name = meta.get(META_BUILD.encode(), b"").decode("utf-8", "replace") or None
+        sizes = [self.file.metadata.row_group(g).num_rows for g in range(self.file.metadata.num_row_groups)]
+        self.group_bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+        self.has_provenance = all(c in names for c in PROVENANCE_COLUMNS)
+
+    def read_group(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        layout = self.layout
+        table = self.file.read_row_group(group, columns=["input_ids", layout.mask_column, layout.boundary_column],
+                                         use_threads=False)
+        tokens = _list_matrix(table.column("input_ids"), self.row_tokens, np.int32, "input_ids", self.path)
+        stored = _list_matrix(table.column(layout.mask_column), self.row_tokens, np.int16, layout.mask_column,
+                              self.path)
+        if ((stored < 0) | (stored > 1)).any():
+            raise NotSftpackRows(f"{self.path}: {layout.mask_column} holds values other than 0 and 1")
+        boundaries = table.column(layout.boundary_column).to_pylist()
+        try:
+            return tokens, layout.decode(tokens, stored.astype(np.uint8), boundaries)
+        except BadBoundaries as e:
+            row = int(self.group_bounds[group]) + e.row
+            raise NotSftpackRows(f"{self.path}: row {row}: {layout.boundary_column} {e}") from None
+
+    def read_provenance_group(self, group: int) -> list[tuple]:
+        if not self.has_provenance:
+            missing = [c for c in PROVENANCE_COLUMNS if c not in self.file.schema_arrow.names]
+            raise NotSftpackRows(f"{self.path}: no provenance columns ({', '.join(missing)} missing)")
+        table = self.file.read_row_group(group, columns=PROVENANCE_COLUMNS)
+        columns = [table.column(c).to_pylist() for c in PROVENANCE_COLUMNS]
+        return [tuple(v or [] for v in values) for values in zip(*columns)]
+
+    def stored_supervised_per_row(self) -> np.ndarray | None:
+        if "supervised_tokens" not in self.file.schema_arrow.names:
+            return None
+        return self.file.read(columns=["supervised_tokens"]).column("supervised_tokens").to_numpy().astype(np.int64)
