@@ -67,6 +67,10 @@ def test_convert_writes_what_build_writes(fmt, parquet_build, tmp_path, offline_
     assert "VERIFIED" in out and "not compared: the declared file is another rows format's" in out
     assert main(["hash", str(converted)]) == 0
     assert capsys.readouterr().out.split()[0] == sftpack.rows.hash_rows(parquet)["rows_sha256"]
+    # and back: the parquet file and its build record, byte for byte (rows, provenance and counts all carried over)
+    assert main(["convert", str(converted), "--to", "parquet", str(tmp_path / "back")]) == 0
+    assert (tmp_path / "back" / parquet.name).read_bytes() == parquet.read_bytes()
+    assert (tmp_path / "back" / parquet_record.name).read_bytes() == parquet_record.read_bytes()
 
 
 def test_the_trl_file_is_what_load_dataset_reads(parquet_build, tmp_path):
