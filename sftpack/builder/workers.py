@@ -1,7 +1,7 @@
 """The build's encoding processes: forked workers, each fed tasks through its own pipe, results handed back in
 task order.
 
-Written for stopping cleanly at any moment (issue 16): no helper threads and no locks shared between processes
+Written for stopping cleanly at any moment: no helper threads and no locks shared between processes
 (``concurrent.futures.ProcessPoolExecutor`` has both, and an interrupted build could hang in them or lose the
 signal), workers ignore SIGINT/SIGTERM and are stopped by the parent with SIGKILL - they hold nothing but their
 own pipes - and the parent waits with a timeout, so that a signal recorded meanwhile is raised within 50 ms

@@ -33,7 +33,7 @@ def render_segments(segments, color: bool, heading, text: str = "", mark=None) -
     (detail may be empty), each EOS on a line of its own as ``⟨EOS …⟩``, supervised runs green or in ``⟦…⟧``,
     an id the tokenizer does not know as ``⟨id N: not in the tokenizer⟩``; ``mark = (position, text)`` paints
     ``text`` before the segment that starts there. One renderer for inspect and diff, so that row content
-    reaches the terminal escaped in both (issue 16 item 9)."""
+    reaches the terminal escaped in both."""
 
     def newline(text: str) -> str:
         return text if not text or text.endswith("\n") else text + "\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Row
+from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Row, update_rows_sha256
 from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
 from sftpack.rows.parts import Stitcher, part
 
@@ -141,9 +141,7 @@ class RowWriter:
 
     def _write_group(self, compressed, tokens: np.ndarray, masks: np.ndarray) -> None:
         t = time.perf_counter()
-        # rows_sha256 takes each row's tokens then its mask: interleave once and hash in one call, since every
-        # return from a GIL-free call may wait for the GIL while the caller's thread is busy packing
-        self._hash.update(np.concatenate([tokens.view(np.uint8), masks], axis=1).data)
+        update_rows_sha256(self._hash, tokens, masks)  # one group: one interleave, one hash call
         h = time.perf_counter()
         data = compressed.result()
         w = time.perf_counter()

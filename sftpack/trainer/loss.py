@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from sftpack.base.errors import UsageError
-from sftpack.trainer.head import ChunkLoss, Head, head_of  # noqa: F401  (Head, head_of: part of this module's API)
+from sftpack.trainer.head import ChunkLoss, Head, head_of
 
 DTYPES = ("bfloat16", "float16", "float32", "float64")
 CHECK_TOKENS = 64  # prefix length of the head self-check

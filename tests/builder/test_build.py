@@ -178,7 +178,7 @@ def test_read_rows_slices_match_full_read(built):
 
 
 def test_done_when_sample_build_64_rows(tmp_path, capsys):
-    """Issue 2's acceptance: 64 rows of 8,192 tokens from the bundled sample, offline; `sftpack hash` agrees with
+    """The quickstart: 64 rows of 8,192 tokens from the bundled sample, offline; `sftpack hash` agrees with
     the record; two runs and --workers 1 vs 2 give byte-identical parquet."""
     outs = []
     for run, workers in (("a", "2"), ("b", "2"), ("c", "1")):

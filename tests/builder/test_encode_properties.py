@@ -1,4 +1,4 @@
-"""Issue 7, property test: random conversations (roles, control text of every family, Unicode, whitespace) for the
+"""Property test: random conversations (roles, control text of every family, Unicode, whitespace) for the
 ``qwen3_5`` profile with the offline vocabulary.
 
 For every conversation: ``len(tokens) == len(loss_mask)``; the rendered text is the official template's, written

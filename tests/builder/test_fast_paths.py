@@ -1,4 +1,4 @@
-"""Every fast path gives the bytes of the straightforward path (issue 6).
+"""Every fast path gives the bytes of the straightforward path.
 
 Straightforward: the official template through Jinja (transformers), the rebuilt tokenizer.json through
 `tokenizers` with offsets, and slime's per-character qwen3_5 mask. Fast: native renderer, tiktoken with one

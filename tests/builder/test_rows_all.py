@@ -77,7 +77,7 @@ def test_rows_all_on_the_sample_counts_add_up(tmp_path, encoder):
     counts = record["counts"]
     eos_tokens = len(kept) - 1
     conversation_tokens = len(tokens) - eos_tokens
-    # the issue's identity, with the rows dropped for having no target (the sample has a few) on the left
+    # the counts' identity, with the rows dropped for having no target (the sample has a few) on the left
     assert (record["rows"] + counts["rows_dropped_without_targets"]) * row_tokens + counts["tail_tokens_dropped"] \
         == conversation_tokens + eos_tokens
     assert counts["conversations_packed"] == len(kept) and counts["source_rows_reached"] == 3000

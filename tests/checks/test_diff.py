@@ -1,4 +1,4 @@
-"""``sftpack diff`` and ``verify --against`` (issue 18): pairs of builds that differ by exactly one cause each.
+"""``sftpack diff`` and ``verify --against``: pairs of builds that differ by exactly one cause each.
 
 Each pair is built from the same small source (``rows_fixtures``: 40 conversations, 6 rows x 512 tokens, the
 offline Qwen3.5 vocabulary) with one thing changed: the seed; one conversation made unusable (skipped); the

@@ -1,4 +1,4 @@
-"""Issue 7: every bad input has a defined outcome.
+"""Every bad input has a defined outcome.
 
 Malformed conversations and unreadable JSONL lines are skipped and counted under a named reason (SPEC rule 2), or
 stop a ``--strict`` build (exit 2, one line naming the row and the reason, no output). Control text inside

@@ -1,4 +1,4 @@
-"""Issue 16 item 13: the smaller cases, each with its defined outcome (README "Bad input")."""
+"""The smaller cases of bad input, each with its defined outcome (README "Bad input")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16 items 2-9, 11, 12: full disks, directories where outputs go, strings that are not UTF-8, Arrow view
+"""Hostile input: full disks, directories where outputs go, strings that are not UTF-8, Arrow view
 types, hostile YAML, hostile stdin, rows files with ids no tokenizer knows or content that drives a terminal,
 corrupt parquet footers, sources cut short while the build reads them. Each gives a defined outcome: a counted
 skip, a build, or exit 2 with one printable line - never a traceback."""

@@ -1,4 +1,4 @@
-"""Issue 7, faults: a real ``python -m sftpack build`` killed at different moments (SIGINT, SIGTERM, SIGKILL)
+"""Faults: a real ``python -m sftpack build`` killed at different moments (SIGINT, SIGTERM, SIGKILL)
 leaves neither final name (SPEC rule 9); SIGINT/SIGTERM also leave no temporaries, exit 130/143 and take their
 worker processes along; a re-run gives the bytes of an uninterrupted build; two builds into one ``--out`` cannot
 interleave. The build is frozen (SIGSTOP) at the chosen moment and the signal delivered there, so the tests do

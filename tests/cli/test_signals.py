@@ -1,4 +1,4 @@
-"""Issue 16 item 1: real SIGINT / SIGTERM at many moments of a real ``python -m sftpack build``, to the whole process
+"""Real SIGINT / SIGTERM at many moments of a real ``python -m sftpack build``, to the whole process
 group (Ctrl-C in a terminal, ``timeout``) or to the parent only, with one and two workers.
 
 Every run must end within a few seconds of the signal and tell the truth: a signal before the final renames gives
@@ -32,7 +32,7 @@ NAME = "qwen35-tulu3-fixed8192-v1"
 ROWS = 64
 FINAL = {f"{NAME}.parquet", f"{NAME}.build.yaml"}
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-# Seconds from the signal to the exit. Issue 16 asks for 2 s, which benchmarks/signal_exit.py measures (no timed
+# Seconds from the signal to the exit. The product promises 2 s, which benchmarks/signal_exit.py measures (no timed
 # tests; benchmarks/results/signal_exit_*.txt: well under 1 s). On a shared 2-core machine a write's fsync
 # or the CPU queue has stretched one to 2.1 s, so this bound is 6 s: it still catches any hang.
 EXIT_LIMIT = 6.0

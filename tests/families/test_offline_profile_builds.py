@@ -1,4 +1,4 @@
-"""Issue 12 end to end: the Qwen3, Qwen3.8 and gpt-oss profiles build offline from the bundled sample, byte-identical
+"""End to end: the Qwen3, Qwen3.8 and gpt-oss profiles build offline from the bundled sample, byte-identical
 across runs and --workers, and verify, inspect, hash and the rollout work on the rows."""
 
 from __future__ import annotations

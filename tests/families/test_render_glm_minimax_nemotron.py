@@ -1,4 +1,4 @@
-"""Native renderers of issue 13's families against their official templates in ../shared, byte for byte.
+"""The GLM, MiniMax and Nemotron native renderers against their official templates in ../shared, byte for byte.
 
 Each renderer's text must equal the template rendered by transformers' Jinja environment, on hand-picked
 tricky conversations and on random ones (hypothesis). Turn spans are checked against the headers and

@@ -1,4 +1,4 @@
-"""Small stand-in tokenizers for issue 13's families (no downloads), each carrying its family's real special
+"""Small stand-in tokenizers for the GLM, MiniMax and Nemotron families (no downloads), each carrying its family's real special
 tokens at their real ids, as ``small_vocabs`` does for Gemma 4 and Kimi.
 
 Each is a byte-level BPE ``tokenizer.json`` (a GPT-2-style split regex, then bytes as printable characters)

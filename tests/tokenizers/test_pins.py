@@ -1,4 +1,4 @@
-"""Issue 7, pins: hub files that do not match the profile's sha256 and an unpinned dataset revision are refused
+"""Pins: hub files that do not match the profile's sha256 and an unpinned dataset revision are refused
 with the expected and actual values unless ``--allow-unpinned``; ``--tokenizer PATH`` builds, warns once and
 records which pins it matched; the offline reconstruction records ``pinned: false`` and its own file; nothing from
 the hub is executed for Kimi.

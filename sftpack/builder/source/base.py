@@ -3,12 +3,11 @@ row ids (given, or made from the row's position)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from sftpack.base.errors import UsageError
+from sftpack.base.text import lone_surrogate
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # Ids sftpack makes for rows without one live under this prefix, and a real id under it is skipped
@@ -43,7 +42,7 @@ def source_id(value, k: int, where: str, name: str | None = None) -> "str | RowE
         if value.startswith(RESERVED_ID_PREFIX):
             return RowError("id_reserved", f"{where}: the id {value[:60]!r} starts with {RESERVED_ID_PREFIX!r}, "
                             "which sftpack keeps for the ids it gives rows without one", name or generated_id(k))
-        if _SURROGATE.search(value):  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
+        if lone_surrogate(value) is not None:  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
             return RowError("invalid_unicode", f"{where}: the id holds a lone surrogate", name or generated_id(k))
         return value
     if isinstance(value, int) and not isinstance(value, bool):
