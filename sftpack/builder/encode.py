@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -16,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 
 from sftpack.base.errors import UsageError
+from sftpack.base.refs import resolve
 from sftpack.builder.conversation import Skip, check_messages
 from sftpack.builder.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.profiles import MaskRule, Profile, load_profile
@@ -77,7 +77,7 @@ class ConversationEncoder:
 def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
     """The native renderer of the profile's template family when it reproduces the tokenizer's own chat
     template on the probe conversations (or the tokenizer has none); else the template through Jinja."""
-    from sftpack.families.probe import PROBE_CONVERSATIONS
+    from sftpack.families.probe import probe_conversations
 
     native = profile.family.renderer(profile.template_options)  # None: a family whose template is rendered through Jinja
     template = vocab.info.chat_template
@@ -89,7 +89,8 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
     if native is None:
         _refuse_fallback(profile, f"no native {profile.template} renderer exists")
         return jinja, f"the tokenizer's chat_template through Jinja (no native {profile.template} renderer)"
-    for conversation in PROBE_CONVERSATIONS:
+    probes = probe_conversations()
+    for conversation in probes:
         try:
             same = native(conversation).text == jinja.text_of(conversation)
         except TemplateError:
@@ -97,7 +98,7 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
         if not same:
             _refuse_fallback(profile, f"the tokenizer's chat_template differs from the native {profile.template} renderer")
             return jinja, f"the tokenizer's chat_template through Jinja (differs from the native {profile.template} renderer)"
-    return native, f"native {profile.template} renderer (equal to the tokenizer's chat_template on {len(PROBE_CONVERSATIONS)} probe conversations)"
+    return native, f"native {profile.template} renderer (equal to the tokenizer's chat_template on {len(probes)} probe conversations)"
 
 
 def _jinja_renderer(profile: Profile, vocab: Vocab, template: str):
@@ -107,8 +108,9 @@ def _jinja_renderer(profile: Profile, vocab: Vocab, template: str):
     rule = profile.rule
     markers = [t for t in vocab.special_tokens if t in rule.header or any(t in end for end in rule.end_markers)]
     variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
-    if "date" in profile.template_options:  # a template that reads the clock (strftime_now) sees the pinned date
-        variables["strftime_now"] = datetime.date.fromisoformat(profile.template_options["date"]).strftime
+    for name, option in profile.family.options.items():  # what the template reads in place of the option
+        if option.jinja is not None:
+            variables.update(resolve(option.jinja)(profile.template_options[name]))
     try:
         return JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers,
                              max_chars=MAX_RENDERED_CHARS)
@@ -122,10 +124,10 @@ def check_rule_fits(profile: Profile, render: Renderer) -> None:
     header or end marker is not what the template writes (a rule file a user wrote for a profile of their own).
     Some probes are odd (two assistant messages in a row) and a template may merge their turns: one is enough."""
     from sftpack.families.jinja import TurnNotFound
-    from sftpack.families.probe import PROBE_CONVERSATIONS
+    from sftpack.families.probe import probe_conversations
 
     rule, misfit = profile.rule, None
-    for conversation in PROBE_CONVERSATIONS:
+    for conversation in probe_conversations():
         try:
             supervised_spans(close_final_turn(render(conversation), rule), conversation, rule)
             return
@@ -195,8 +197,9 @@ def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     check_markers(profile, vocab)
     render, description = choose_renderer(profile, vocab)
     check_rule_fits(profile, render)
-    if "date" in profile.template_options:  # the record's `renderer` shows the date the rows were rendered with
-        description += f"; the template's clock (strftime_now) pinned to {profile.template_options['date']} by the profile"
+    for name, option in profile.family.options.items():  # the record's `renderer` shows what the rows were rendered with
+        if option.record:
+            description += "; " + option.record.format(value=profile.template_options[name])
     rule = profile.rule
     if rule.final_turn_end:  # the rows' text is not the template's alone: say so in the record
         description += f"; {rule.final_turn_end} appended after a final assistant turn (rule {rule.name})"

@@ -4,7 +4,7 @@ The renderer reports where the template wrote each message (:class:`~sftpack.fam
 (``masks/NAME.yaml``) says which part of an assistant turn is supervised. Nothing here searches the text for
 markers, so control text inside message content cannot open, close or move a span.
 
-    >>> from sftpack.families.render import get_renderer
+    >>> from sftpack.families.registry import get_renderer
     >>> from sftpack.families.profiles import load_mask_rule
     >>> msgs = [{"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"}]
     >>> r = get_renderer("qwen3_5")(msgs)

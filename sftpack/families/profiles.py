@@ -15,9 +15,11 @@ from functools import lru_cache
 from pathlib import Path
 
 from sftpack.base.errors import UsageError
-from sftpack.families.registry import FAMILIES, get_family
+from sftpack.base.refs import resolve
+from sftpack.families.family import TemplateOption
+from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_names
+from sftpack.tokenizers.registry import OfflineTokenizer
 from sftpack.families.schema import Key, check, read_yaml
-from sftpack.tokenizers.registry import OFFLINE_TOKENIZERS
 
 TULU_REPO = "allenai/tulu-3-sft-mixture"
 TULU_REVISION = "b14afda60f1bbebe55d5d2fa1e4df5042f97f8be"
@@ -84,7 +86,7 @@ RULE_KEYS = {
 TOKENIZER_KEYS = {
     "eos_token": Key(str, "the EOS token placed between conversations", nonempty=True),
     "pins": Key(dict, "{file: sha256} of the hub files", default={}, values=str),
-    "offline": Key(str, "a vocabulary available without the hub", default=None, choices=lambda: sorted(OFFLINE_TOKENIZERS)),
+    "offline": Key(str, "a vocabulary available without the hub", default=None, choices=offline_tokenizer_names),
 }
 
 PROFILE_KEYS = {
@@ -93,7 +95,7 @@ PROFILE_KEYS = {
         "repo": Key(str, "the hub repository", nonempty=True),
         "revision": Key(str, "the pinned commit (null: not pinned)", default=None)}),
     "template": Key(str, "the template family", choices=lambda: sorted(FAMILIES)),
-    "loss_mask": Key(str, "the loss-mask rule (masks/RULE.yaml)"),
+    "loss_mask": Key(str, "the loss-mask rule (masks/RULE.yaml; default: the family's name)", default=None),
     "build_name": Key(str, "the output name", nonempty=True),
     # A dict, or the name of another profile whose tokenizer block this one shares.
     "tokenizer": Key((dict, str), "the tokenizer block, or the profile whose block is shared", keys=TOKENIZER_KEYS),
@@ -133,6 +135,15 @@ class Profile:
     @property
     def tokenizer_format(self) -> str:
         return self.family.tokenizer
+
+    @property
+    def offline(self) -> OfflineTokenizer | None:
+        """The vocabulary to use without the hub: the family's entry named by ``tokenizer.offline``."""
+        return None if self.offline_tokenizer is None else self.family.offline[self.offline_tokenizer]
+
+    @property
+    def informational_files(self) -> tuple[str, ...]:
+        return self.family.informational_files
 
 
 def _rule_path(name: str, local: Path | None) -> Path | None:
@@ -201,12 +212,18 @@ def load_profile(model: str) -> Profile:
             raise UsageError(f"{path}: key 'tokenizer': unknown profile {tok!r} (allowed: a block, or one of "
                              f"{', '.join(others)})")
         tok = check(read_yaml(shared), PROFILE_KEYS, shared)["tokenizer"]
+    if data["loss_mask"] is None:
+        data["loss_mask"] = data["template"]
+    family = get_family(data["template"])
+    if tok["offline"] is not None and tok["offline"] not in family.offline:
+        raise UsageError(f"{path}: key 'tokenizer.offline': {tok['offline']!r} is not a vocabulary of the "
+                         f"{data['template']} family (allowed: {', '.join(sorted(family.offline)) or 'none'})")
     rule = _rule_path(data["loss_mask"], path.parent.parent / "masks")
     if rule is None:
         raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "
                          f"(allowed: {', '.join(list_mask_rules())})")
     _load_rule_file(rule)  # a broken rule fails with the profile, naming the rule file
-    options = _check_template_options(data["template_options"], get_family(data["template"]).options, path)
+    options = _check_template_options(data["template_options"], family.options, path)
     return Profile(
         model=data["model"],
         hub_repo=data["hub"]["repo"],
@@ -224,20 +241,19 @@ def load_profile(model: str) -> Profile:
     )
 
 
-def _check_template_options(options: dict, allowed: tuple, path: Path) -> dict:
-    """A family's renderer options: exactly the ones it takes (gpt_oss: ``date``, which it must be given: the
-    template reads the clock, the rows must not)."""
+def _check_template_options(options: dict, allowed: dict[str, TemplateOption], path: Path) -> dict:
+    """A family's renderer options: exactly the ones it takes, each checked by its family (gpt_oss: ``date``,
+    which it must be given: the template reads the clock, the rows must not)."""
     for name in options:
         if name not in allowed:
             raise UsageError(f"{path}: unknown key 'template_options.{name}' (allowed: {', '.join(allowed) or 'none for this family'})")
     for name in allowed:
         if name not in options:
             raise UsageError(f"{path}: key 'template_options.{name}' is missing (the renderer needs it)")
-    if "date" in options:  # (gpt-oss) the renderer's own check, named as the profile's key here
-        from sftpack.families.gpt_oss import check_date
-
+    for name, option in allowed.items():  # the renderer's own check, named as the profile's key here
         try:
-            check_date(options["date"])
+            resolve(option.check)(options[name])
         except ValueError:
-            raise UsageError(f"{path}: key 'template_options.date': expected YYYY-MM-DD, got {options['date']!r}") from None
+            raise UsageError(f"{path}: key 'template_options.{name}': expected {option.expected}, "
+                             f"got {options[name]!r}") from None
     return dict(options)

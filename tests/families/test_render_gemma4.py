@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from helpers.chat import a, s, u
 from helpers.shared import jinja_render, official_template
 from sftpack.families.gemma4 import render
-from sftpack.families.render import TemplateError, get_renderer
+from sftpack.families.render import TemplateError
+from sftpack.families.registry import get_renderer
 
 HEADERS = {"system": "<|turn>system\n", "developer": "<|turn>system\n", "user": "<|turn>user\n",
            "assistant": "<|turn>model\n"}

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from helpers.chat import a, s, u
 from helpers.shared import jinja_render, official_template
-from sftpack.families.render import TemplateError, get_renderer
+from sftpack.families.render import TemplateError
+from sftpack.families.registry import get_renderer
 
 # family -> (template file, header per role, end of every turn, text before the first turn)
 FAMILIES = {

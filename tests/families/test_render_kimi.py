@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from helpers.chat import a, s, u
 from helpers.shared import jinja_render, official_template
 from sftpack.families.kimi import HEADERS, render
-from sftpack.families.render import TemplateError, get_renderer
+from sftpack.families.render import TemplateError
+from sftpack.families.registry import get_renderer
 
 K26 = "kimi_k26.kite1.0_renamed.jinja"
 K25 = "kimi_k25.miles_fixed.jinja"
