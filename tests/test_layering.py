@@ -22,8 +22,6 @@ MAX_FUNCTION_LINES = 60
 LONG_FUNCTIONS = {
     ("builder/pack.py", "pack_chunks"),
     ("builder/pipeline.py", "_build"),
-    ("checks/verify.py", "load_declared"),
-    ("trainer/loss.py", "step0_loss"),
 }
 REFERENCE = re.compile(r"""["'](sftpack(?:\.\w+)+):\w+["']""")
 

@@ -63,9 +63,9 @@ def _open(label: str, path) -> Side:
     return Side(label, path, rows.num_rows, rows.row_tokens, rows.build_name, rows.has_provenance, reader=rows)
 
 
-def _first_difference(ta, ma, tb, mb) -> tuple[int, int] | None:
+def _first_difference(tokens_a, mask_a, tokens_b, mask_b) -> tuple[int, int] | None:
     """(row, position) of the first token or mask value that differs between two equally shaped blocks."""
-    differ = (ta != tb) | (ma != mb)
+    differ = (tokens_a != tokens_b) | (mask_a != mask_b)
     rows = np.flatnonzero(differ.any(axis=1))
     if not len(rows):
         return None
@@ -105,26 +105,26 @@ def _scan(a: Side, b: Side, known: dict) -> dict:
         for i, start in enumerate(starts):
             fa, fb = pending
             pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
-            (ta, ma), (tb, mb) = fa.result(), fb.result()
-            first = _compare(ta, ma, tb, mb, start, counts, first)
+            (tokens_a, mask_a), (tokens_b, mask_b) = fa.result(), fb.result()
+            first = _compare(tokens_a, mask_a, tokens_b, mask_b, start, counts, first)
     for s in (a, b):
         s.rows_sha256 = known[s.label] if s.label in known else hashes[s.label].hexdigest()
     return {"counts": counts, "first": first}
 
 
-def _compare(ta, ma, tb, mb, start: int, counts: dict, first):
+def _compare(tokens_a, mask_a, tokens_b, mask_b, start: int, counts: dict, first):
     """Count one block's identical / token-differing / mask-only rows; the first difference so far."""
-    n = min(len(ta) if ta is not None else 0, len(tb) if tb is not None else 0)
+    n = min(len(tokens_a) if tokens_a is not None else 0, len(tokens_b) if tokens_b is not None else 0)
     if not n:
         return first
-    ta, ma, tb, mb = ta[:n], ma[:n], tb[:n], mb[:n]
-    same_tokens = (ta == tb).all(axis=1)
-    same_mask = (ma == mb).all(axis=1)
+    tokens_a, mask_a, tokens_b, mask_b = tokens_a[:n], mask_a[:n], tokens_b[:n], mask_b[:n]
+    same_tokens = (tokens_a == tokens_b).all(axis=1)
+    same_mask = (mask_a == mask_b).all(axis=1)
     counts["identical"] += int((same_tokens & same_mask).sum())
     counts["tokens_differ"] += int((~same_tokens).sum())
     counts["mask_only"] += int((same_tokens & ~same_mask).sum())
     if first is None and counts["identical"] < start + n:  # some row of this block differs
-        found = _first_difference(ta, ma, tb, mb)
+        found = _first_difference(tokens_a, mask_a, tokens_b, mask_b)
         if found is not None:
             first = (start + found[0], found[1])
     return first
@@ -192,31 +192,31 @@ def diff_rows(a, b, *, tokenizer=None, model: str | None = None, decode: bool = 
     again. Raises :class:`UsageError` for unusable input."""
     from sftpack.checks import diff_cause
 
-    sa, sb = _open("A", a), _open("B", b)
-    if sa.row_tokens != sb.row_tokens:
-        raise UsageError(f"rows of different lengths: {sa.path} has {sa.row_tokens}-token rows, {sb.path} "
-                         f"{sb.row_tokens}-token rows (diff compares files of one row length)")
-    scan = _scan(sa, sb, rows_sha256 or {})
-    for side in (sa, sb):
+    side_a, side_b = _open("A", a), _open("B", b)
+    if side_a.row_tokens != side_b.row_tokens:
+        raise UsageError(f"rows of different lengths: {side_a.path} has {side_a.row_tokens}-token rows, {side_b.path} "
+                         f"{side_b.row_tokens}-token rows (diff compares files of one row length)")
+    scan = _scan(side_a, side_b, rows_sha256 or {})
+    for side in (side_a, side_b):
         _attach_record(side)
     counts, first = scan["counts"], scan["first"]
-    result = {"a": sa, "b": sb, "counts": counts, "identical": first is None and sa.rows == sb.rows,
+    result = {"a": side_a, "b": side_b, "counts": counts, "identical": first is None and side_a.rows == side_b.rows,
               "first": None, "cause": None}
     if result["identical"]:
         return _finish(result)
     if first is None:  # every compared row agrees: one file has more rows
-        result["cause"] = diff_cause.row_count(sa, sb)
+        result["cause"] = diff_cause.row_count(side_a, side_b)
         result["first"] = {"row": counts["compared"], "position": 0, "what": "row count"}
         return _finish(result)
     if decode:
-        _attach_vocabs(sa, sb, tokenizer, model)
+        _attach_vocabs(side_a, side_b, tokenizer, model)
     row, position = first
-    ca, cb = _context(sa, row), _context(sb, row)
-    result["first"] = diff_cause.describe_first(sa, sb, ca, cb, position)
-    result["cause"] = diff_cause.classify(sa, sb, ca, cb, position, counts)
+    context_a, context_b = _context(side_a, row), _context(side_b, row)
+    result["first"] = diff_cause.describe_first(side_a, side_b, context_a, context_b, position)
+    result["cause"] = diff_cause.classify(side_a, side_b, context_a, context_b, position, counts)
     if decode:
         result["first"]["decoded"] = {
-            s.label: decoded_window(s, c, position, CONTEXT_TOKENS) for s, c in ((sa, ca), (sb, cb))}
+            s.label: decoded_window(s, c, position, CONTEXT_TOKENS) for s, c in ((side_a, context_a), (side_b, context_b))}
     return _finish(result)
 
 

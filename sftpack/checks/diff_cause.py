@@ -101,21 +101,23 @@ def _eos_id(side, contexts=()) -> int | None:
     return None
 
 
-def describe_first(sa, sb, ca: dict, cb: dict, p: int) -> dict:
+def describe_first(side_a, side_b, context_a: dict, context_b: dict, p: int) -> dict:
     """Row, position, what differs there, and the conversations around it on both sides."""
-    w = ca["width"]
-    ta, tb, ma, mb = ca["tokens"][:w], cb["tokens"][:w], ca["mask"][:w], cb["mask"][:w]
-    token_diff = np.flatnonzero(ta != tb)
+    w = context_a["width"]
+    tokens_a, tokens_b = context_a["tokens"][:w], context_b["tokens"][:w]
+    mask_a, mask_b = context_a["mask"][:w], context_b["mask"][:w]
+    token_diff = np.flatnonzero(tokens_a != tokens_b)
     out = {
-        "row": ca["row"], "position": p, "what": "tokens" if ta[p] != tb[p] else "loss_mask",
-        "tokens": {"A": int(ta[p]), "B": int(tb[p])}, "token_text": {"A": _token(sa, ta[p]), "B": _token(sb, tb[p])},
-        "loss_mask": {"A": int(ma[p]), "B": int(mb[p])},
+        "row": context_a["row"], "position": p, "what": "tokens" if tokens_a[p] != tokens_b[p] else "loss_mask",
+        "tokens": {"A": int(tokens_a[p]), "B": int(tokens_b[p])},
+        "token_text": {"A": _token(side_a, tokens_a[p]), "B": _token(side_b, tokens_b[p])},
+        "loss_mask": {"A": int(mask_a[p]), "B": int(mask_b[p])},
         "row_tokens_identical": not len(token_diff),
         "first_token_difference": int(token_diff[0]) if len(token_diff) else None,
-        "mask_values_differing_in_row": int((ma != mb).sum()),
+        "mask_values_differing_in_row": int((mask_a != mask_b).sum()),
         "conversations": {},
     }
-    for side, ctx in ((sa, ca), (sb, cb)):
+    for side, ctx in ((side_a, context_a), (side_b, context_b)):
         if not side.provenance:
             out["conversations"][side.label] = None
             continue
@@ -130,30 +132,31 @@ def describe_first(sa, sb, ca: dict, cb: dict, p: int) -> dict:
     return out
 
 
-def row_count(sa, sb) -> dict:
-    short, long_ = (sa, sb) if sa.rows < sb.rows else (sb, sa)
+def row_count(side_a, side_b) -> dict:
+    short, long_ = (side_a, side_b) if side_a.rows < side_b.rows else (side_b, side_a)
     return {"cause": "row_count", "summary": f"the first {short.rows:,} rows are identical; {long_.label} has "
             f"{long_.rows - short.rows:,} more ({long_.rows:,} vs {short.rows:,})",
             "evidence": ["every row both files hold is identical", "built with another --rows, or one file was cut short"],
             "cannot_tell": []}
 
 
-def classify(sa, sb, ca: dict, cb: dict, p: int, counts: dict) -> dict:
-    """The cause of the first difference at ``p`` of row ``ca.row``, with evidence and what cannot be told."""
-    w = ca["width"]
-    ta, tb = ca["tokens"], cb["tokens"]
-    n = min(len(ta), len(tb))
-    token_diff = np.flatnonzero(ta[:w] != tb[:w])
+def classify(side_a, side_b, context_a: dict, context_b: dict, p: int, counts: dict) -> dict:
+    """The cause of the first difference at ``p`` of row ``context_a.row``, with evidence and what cannot be told."""
+    w = context_a["width"]
+    tokens_a, tokens_b = context_a["tokens"], context_b["tokens"]
+    n = min(len(tokens_a), len(tokens_b))
+    token_diff = np.flatnonzero(tokens_a[:w] != tokens_b[:w])
     if not len(token_diff):
-        return _mask_cause(sa, sb, ca, cb, counts)
+        return _mask_cause(side_a, side_b, context_a, context_b, counts)
     q = int(token_diff[0])
-    cannot = [f"{s.label} has no provenance columns: its conversation ids are unknown" for s in (sa, sb) if not s.provenance]
-    cannot += [f"{s.label}: no build record of these rows ({s.record_note})" for s in (sa, sb) if not s.record]
-    shift = _best_shift(ta, tb, q)
-    if sa.provenance and sb.provenance:
-        found = _with_provenance(sa, sb, ca, cb, q, shift)
+    cannot = [f"{s.label} has no provenance columns: its conversation ids are unknown"
+              for s in (side_a, side_b) if not s.provenance]
+    cannot += [f"{s.label}: no build record of these rows ({s.record_note})" for s in (side_a, side_b) if not s.record]
+    shift = _best_shift(tokens_a, tokens_b, q)
+    if side_a.provenance and side_b.provenance:
+        found = _with_provenance(side_a, side_b, context_a, context_b, q, shift)
     else:
-        found = _without_provenance(sa, sb, ta, tb, q, n, shift, (ca, cb))
+        found = _without_provenance(side_a, side_b, tokens_a, tokens_b, q, n, shift, (context_a, context_b))
     found.setdefault("evidence", [])
     found["cannot_tell"] = found.get("cannot_tell", []) + cannot
     if q != p:
@@ -161,11 +164,11 @@ def classify(sa, sb, ca: dict, cb: dict, p: int, counts: dict) -> dict:
     return found
 
 
-def _best_shift(ta, tb, q):
+def _best_shift(tokens_a, tokens_b, q):
     """(who has extra tokens, k, tokens agreeing after the shift) or None: the smaller of the two directions."""
-    max_shift = max(len(ta), len(tb)) - q
+    max_shift = max(len(tokens_a), len(tokens_b)) - q
     found = []
-    for extra, x, y in (("A", ta, tb), ("B", tb, ta)):
+    for extra, x, y in (("A", tokens_a, tokens_b), ("B", tokens_b, tokens_a)):
         hit = _shift(x, y, q, max_shift)
         # a real shift agrees to the end of the rows read; a chance match of repeated text soon stops agreeing
         if hit is not None and hit[1] == min(len(x) - q - hit[0], len(y) - q):
@@ -176,20 +179,20 @@ def _best_shift(ta, tb, q):
     return extra, k, agree
 
 
-def _shift_text(shift, ta, tb, q, sa, sb) -> str:
+def _shift_text(shift, tokens_a, tokens_b, q, side_a, side_b) -> str:
     extra, k, agree = shift
-    side, tokens = (sa, ta) if extra == "A" else (sb, tb)
+    side, tokens = (side_a, tokens_a) if extra == "A" else (side_b, tokens_b)
     head = ", ".join(_token(side, t) for t in tokens[q : q + min(k, 3)])
     return (f"from position {q} on, {'B' if extra == 'A' else 'A'} equals {extra} without the {k:,} "
             f"token(s) {extra} holds there ({head}{', …' if k > 3 else ''}); they then agree for {agree:,} tokens, "
             "to the end of the rows compared around it")
 
 
-def _with_provenance(sa, sb, ca, cb, q, shift) -> dict:
-    pa, pb = stream_pieces(ca), stream_pieces(cb)
-    ia, gap_a = _at(pa, q)
-    ib, gap_b = _at(pb, q)
-    seq_a, seq_b = _conversations(pa), _conversations(pb)
+def _with_provenance(side_a, side_b, context_a, context_b, q, shift) -> dict:
+    pieces_a, pieces_b = stream_pieces(context_a), stream_pieces(context_b)
+    ia, gap_a = _at(pieces_a, q)
+    ib, gap_b = _at(pieces_b, q)
+    seq_a, seq_b = _conversations(pieces_a), _conversations(pieces_b)
     common = 0
     while common < min(len(seq_a), len(seq_b)) and seq_a[common] == seq_b[common]:
         common += 1
@@ -201,38 +204,40 @@ def _with_provenance(sa, sb, ca, cb, q, shift) -> dict:
         lo = max(0, common - 1)  # the last conversation both hold, then where they part
         ev = [f"conversations in stream order from {seq_a[lo]}: A {', '.join(seq_a[lo:lo + 8])}; B {', '.join(seq_b[lo:lo + 8])}"]
     if shift is not None:
-        ev.append(_shift_text(shift, ca["tokens"], cb["tokens"], q, sa, sb))
+        ev.append(_shift_text(shift, context_a["tokens"], context_b["tokens"], q, side_a, side_b))
     if rest_a and rest_b:  # another conversation at the same place: the order differs
-        return _order_cause(sa, sb, rest_a, rest_b, shift, ev)
-    here_a = pa[ia]["conversation"] if ia is not None else None
-    here_b = pb[ib]["conversation"] if ib is not None else None
-    ta, tb = ca["tokens"], cb["tokens"]
+        return _order_cause(side_a, side_b, rest_a, rest_b, shift, ev)
+    here_a = pieces_a[ia]["conversation"] if ia is not None else None
+    here_b = pieces_b[ib]["conversation"] if ib is not None else None
+    tokens_a, tokens_b = context_a["tokens"], context_b["tokens"]
     if gap_a and gap_b:
         ev.insert(0, f"position {q} is the EOS the packer wrote after conversation {here_a} on both sides")
-        return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(sa, ta[q])}, B {_token(sb, tb[q])}",
-                "evidence": ev + _eos_records(sa, sb)}
+        return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(side_a, tokens_a[q])}, B {_token(side_b, tokens_b[q])}",
+                "evidence": ev + _eos_records(side_a, side_b)}
     if gap_a != gap_b and shift is not None and shift[1] == 1:
         extra = "A" if gap_a else "B"
         return {"cause": "eos", "summary": f"{extra} has an EOS that the other side lacks after conversation "
-                f"{here_a if gap_a else here_b}: the rest is shifted by 1 token", "evidence": ev + _eos_records(sa, sb)}
-    return _token_cause(sa, sb, ca, cb, pa[ia] if ia is not None else None, pb[ib] if ib is not None else None, q, ev)
+                f"{here_a if gap_a else here_b}: the rest is shifted by 1 token", "evidence": ev + _eos_records(side_a, side_b)}
+    piece_a = pieces_a[ia] if ia is not None else None
+    piece_b = pieces_b[ib] if ib is not None else None
+    return _token_cause(side_a, side_b, context_a, context_b, piece_a, piece_b, q, ev)
 
 
-def _order_cause(sa, sb, rest_a, rest_b, shift, ev) -> dict:
+def _order_cause(side_a, side_b, rest_a, rest_b, shift, ev) -> dict:
     for lacks, has, r_has, r_lacks in (("B", "A", rest_a, rest_b), ("A", "B", rest_b, rest_a)):
         for j in range(1, len(r_has)):
             m = min(len(r_lacks), len(r_has) - j)
             if m >= min(2, len(r_lacks)) and m and r_has[j : j + m] == r_lacks[:m]:
                 missing = r_has[:j]
                 ev.append(f"{lacks}'s next {m} conversation(s) are {has}'s after {', '.join(missing)}")
-                ev += _skip_records(sa, sb)
+                ev += _skip_records(side_a, side_b)
                 if shift is not None:
                     ev.append(f"{has} holds {shift[1]:,} tokens more there: the skipped conversation(s) and EOS")
                 return {"cause": "skipped_rows", "missing": {lacks: missing},
                         "summary": f"{lacks} lacks conversation(s) {', '.join(missing)} that {has} holds at this place "
                         "(skipped upstream, or dropped from its source); the order is otherwise the same", "evidence": ev}
     ev.append(f"A continues with {', '.join(rest_a[:4])}, B with {', '.join(rest_b[:4])}: not one order minus a skip")
-    ra, rb = sa.record, sb.record
+    ra, rb = side_a.record, side_b.record
     if ra and rb and ra.get("seed") != rb.get("seed"):
         ev.append(f"the build records' seeds differ: A {ra.get('seed')}, B {rb.get('seed')}")
         return {"cause": "seed", "summary": "another permutation of the conversations: a different seed", "evidence": ev}
@@ -246,8 +251,8 @@ def _order_cause(sa, sb, rest_a, rest_b, shift, ev) -> dict:
             "evidence": ev, "cannot_tell": cannot}
 
 
-def _skip_records(sa, sb) -> list[str]:
-    ra, rb = sa.record, sb.record
+def _skip_records(side_a, side_b) -> list[str]:
+    ra, rb = side_a.record, side_b.record
     if not (ra and rb):
         return []
     out = []
@@ -259,31 +264,31 @@ def _skip_records(sa, sb) -> list[str]:
     return out
 
 
-def _eos_records(sa, sb) -> list[str]:
-    ra, rb = sa.record, sb.record
+def _eos_records(side_a, side_b) -> list[str]:
+    ra, rb = side_a.record, side_b.record
     if ra and rb:
         return [f"the build records' EOS: A {ra.get('eos_token')} ({ra.get('eos_token_id')}), "
                 f"B {rb.get('eos_token')} ({rb.get('eos_token_id')})"]
     return []
 
 
-def _token_cause(sa, sb, ca, cb, piece_a, piece_b, q, ev) -> dict:
+def _token_cause(side_a, side_b, context_a, context_b, piece_a, piece_b, q, ev) -> dict:
     """Same conversation at the same place, other tokens: tokenizer (same text) or template (other text)."""
     conv = (piece_a or piece_b or {}).get("conversation")
     ev.insert(0, f"the same conversation {conv} stands at position {q} on both sides, with other tokens")
-    files = _file_changes(sa.record, sb.record)
+    files = _file_changes(side_a.record, side_b.record)
     if files is not None:
         ev.append("tokenizer files that differ between the build records: " + (", ".join(files) or "none"))
-    if sa.record and sb.record and sa.record.get("renderer") != sb.record.get("renderer"):
-        ev.append(f"renderers differ: A {sa.record.get('renderer')}; B {sb.record.get('renderer')}")
+    if side_a.record and side_b.record and side_a.record.get("renderer") != side_b.record.get("renderer"):
+        ev.append(f"renderers differ: A {side_a.record.get('renderer')}; B {side_b.record.get('renderer')}")
     same_text, texts = None, None
-    shared_vocab = sa.vocab is not None and sa.vocab is sb.vocab
-    if sa.vocab is None or sb.vocab is None:
-        ev.append("text not compared: " + "; ".join(s.vocab_note or f"{s.label} not decoded" for s in (sa, sb) if s.vocab is None))
+    shared_vocab = side_a.vocab is not None and side_a.vocab is side_b.vocab
+    if side_a.vocab is None or side_b.vocab is None:
+        ev.append("text not compared: " + "; ".join(s.vocab_note or f"{s.label} not decoded" for s in (side_a, side_b) if s.vocab is None))
     elif not (shared_vocab and files):
         try:
             texts = [s.vocab.decode(c["tokens"][pc["flat"] : pc["flat_end"]]) if pc else ""
-                     for s, c, pc in ((sa, ca, piece_a), (sb, cb, piece_b))]
+                     for s, c, pc in ((side_a, context_a, piece_a), (side_b, context_b, piece_b))]
         except Exception as e:  # a tokenizer that does not fit the rows
             texts = None
             ev.append(f"text not compared: decoding failed ({type(e).__name__}: {e})")
@@ -297,7 +302,7 @@ def _token_cause(sa, sb, ca, cb, piece_a, piece_b, q, ev) -> dict:
         ev.append("both sides decode with one tokenizer although their tokenizer files differ: text not compared")
     if same_text is True:
         return {"cause": "tokenizer", "summary": f"the same text of {conv} tokenized differently: a tokenizer change", "evidence": ev}
-    renderers_differ = bool(sa.record and sb.record and sa.record.get("renderer") != sb.record.get("renderer"))
+    renderers_differ = bool(side_a.record and side_b.record and side_a.record.get("renderer") != side_b.record.get("renderer"))
     if same_text is None and files and set(files) - TEMPLATE_FILES - BOTH_FILES:
         return {"cause": "tokenizer", "summary": f"{conv} has other tokens and the build records' tokenizer files differ "
                 f"({', '.join(files)}): a tokenizer change", "evidence": ev}
@@ -323,12 +328,12 @@ def _file_changes(ra: dict, rb: dict) -> list[str] | None:
     return sorted(f for f in set(fa) | set(fb) if fa.get(f) != fb.get(f))
 
 
-def _without_provenance(sa, sb, ta, tb, q, n, shift, contexts) -> dict:
+def _without_provenance(side_a, side_b, tokens_a, tokens_b, q, n, shift, contexts) -> dict:
     ev = []
     if shift is not None:
         extra, k, _ = shift
-        side, tokens = (sa, ta) if extra == "A" else (sb, tb)
-        ev.append(_shift_text(shift, ta, tb, q, sa, sb))
+        side, tokens = (side_a, tokens_a) if extra == "A" else (side_b, tokens_b)
+        ev.append(_shift_text(shift, tokens_a, tokens_b, q, side_a, side_b))
         eos = _eos_id(side, contexts)
         if k == 1 and eos is not None and tokens[q] == eos:
             return {"cause": "eos", "summary": f"{extra} has one EOS more at position {q}: the rest is shifted by 1 token",
@@ -338,31 +343,31 @@ def _without_provenance(sa, sb, ta, tb, q, n, shift, contexts) -> dict:
                 "summary": f"{extra} holds {k:,} tokens more at position {q} (an EOS or a conversation skipped upstream)"
                 f"{ends}", "evidence": ev,
                 "cannot_tell": ["which conversation(s) were skipped: the provenance is missing"]}
-    d = np.flatnonzero(ta[:n] != tb[:n])
-    pairs = {(int(ta[i]), int(tb[i])) for i in d}
+    d = np.flatnonzero(tokens_a[:n] != tokens_b[:n])
+    pairs = {(int(tokens_a[i]), int(tokens_b[i])) for i in d}
     if len(pairs) == 1:
         u, v = next(iter(pairs))
-        ev.append(f"every token that differs in the {n:,} tokens compared around it is A {_token(sa, u)} where B has "
-                  f"{_token(sb, v)} ({len(d)} places)")
-        if u == _eos_id(sa, contexts) or v == _eos_id(sb, contexts):
-            return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(sa, u)}, B {_token(sb, v)}",
-                    "evidence": ev + _eos_records(sa, sb)}
+        ev.append(f"every token that differs in the {n:,} tokens compared around it is A {_token(side_a, u)} where B has "
+                  f"{_token(side_b, v)} ({len(d)} places)")
+        if u == _eos_id(side_a, contexts) or v == _eos_id(side_b, contexts):
+            return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(side_a, u)}, B {_token(side_b, v)}",
+                    "evidence": ev + _eos_records(side_a, side_b)}
     return {"cause": "tokens", "summary": "other tokens from here on: a tokenizer or template change, or another order",
             "evidence": ev, "cannot_tell": ["tokenizer/template versus order: without provenance on both sides the "
                                             "conversations at the place are unknown"]}
 
 
-def _mask_cause(sa, sb, ca, cb, counts) -> dict:
-    w = ca["width"]
-    ma, mb, t = ca["mask"][:w], cb["mask"][:w], ca["tokens"][:w]
-    d = np.flatnonzero(ma != mb)
-    only_a, only_b = int((ma > mb).sum()), int((mb > ma).sum())
-    ev = [f"row {ca['row']}: every token is the same; {len(d)} loss-mask value(s) differ ({only_a} supervised only "
+def _mask_cause(side_a, side_b, context_a, context_b, counts) -> dict:
+    w = context_a["width"]
+    mask_a, mask_b, t = context_a["mask"][:w], context_b["mask"][:w], context_a["tokens"][:w]
+    d = np.flatnonzero(mask_a != mask_b)
+    only_a, only_b = int((mask_a > mask_b).sum()), int((mask_b > mask_a).sum())
+    ev = [f"row {context_a['row']}: every token is the same; {len(d)} loss-mask value(s) differ ({only_a} supervised only "
           f"in A, {only_b} only in B); the first at positions "
-          + ", ".join(f"{i} ({_token(sa, t[i])})" for i in d[:4])]
+          + ", ".join(f"{i} ({_token(side_a, t[i])})" for i in d[:4])]
     if counts["tokens_differ"] == 0:
         ev.append(f"no compared row differs in its tokens; {counts['mask_only']:,} differ in the loss mask only")
-    ra, rb = sa.record, sb.record
+    ra, rb = side_a.record, side_b.record
     if ra and rb:
         ev.append(f"the build records name loss-mask rules A {ra.get('loss_mask')}, B {rb.get('loss_mask')}"
                   + (" (the same name: the rule's file, the builder or the data's step_loss_mask changed)"

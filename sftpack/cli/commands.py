@@ -190,7 +190,8 @@ def _add_verify(sub) -> None:
 
 def cmd_verify(args) -> int:
     from sftpack.checks.rebuild import verify_rebuild
-    from sftpack.checks.verify import format_report, load_declared, report_json, rows_mismatch, verdict, verify_rows
+    from sftpack.checks.declared import load_declared
+    from sftpack.checks.verify import format_report, report_json, rows_mismatch, verdict, verify_rows
 
     if not args.rebuild and (args.source or args.tokenizer or args.workers or args.keep):
         raise UsageError("--source, --tokenizer, --workers and --keep go with --rebuild")

@@ -129,14 +129,7 @@ def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int =
     from sftpack.trainer.placement import gpus_of, run_device
 
     torch = torch_or_usage_error()
-    if chunk < 1:
-        raise UsageError(f"--chunk {chunk}: must be at least 1")
-    tokens = np.ascontiguousarray(tokens, dtype=np.int64)
-    loss_mask = np.ascontiguousarray(loss_mask, dtype=np.uint8)
-    if len(tokens) == 0:
-        raise UsageError("no rows to evaluate")
-    if (loss_mask[:, 0] != 0).any():
-        raise UsageError(f"row {int(np.flatnonzero(loss_mask[:, 0])[0])}: loss_mask[0] is 1; position 0 is never a target")
+    tokens, loss_mask = _checked_rows(tokens, loss_mask, chunk)
     decoder, head = decoder_of(model), head_of(model)
     vocab = head.linear.weight.shape[0] if hasattr(head.linear, "weight") else None
     if vocab is not None and int(tokens.max()) >= vocab:
@@ -147,10 +140,7 @@ def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int =
     chunk_loss = ChunkLoss(head, compile, run_device(model, head.linear), dtype)
     first = torch.as_tensor(tokens[0], device=device)
     head_check = check_head(model, decoder, head, first, dtype) if check else None
-    n = min(CHECK_TOKENS, len(first))
-    if n >= 2:
-        with torch.inference_mode():  # compile (and check against eager) on a short prefix, outside the timed loop
-            chunk_loss(hidden_states(decoder, first[:n])[:-1], first[1:n])
+    _warm_up(chunk_loss, decoder, first)
     for g in gpus:
         torch.cuda.synchronize(g)
         torch.cuda.reset_peak_memory_stats(g)
@@ -158,18 +148,11 @@ def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int =
     start = time.perf_counter()
     with torch.inference_mode():
         for r in range(len(tokens)):
-            ids = torch.as_tensor(tokens[r], device=device)
-            hidden = hidden_states(decoder, ids)  # on the device of the decoder's last module
-            positions, targets = shifted_targets(tokens[r], loss_mask[r])
-            positions = torch.as_tensor(positions, device=hidden.device)
-            targets = torch.as_tensor(targets, device=hidden.device)
-            row_sum = 0.0
-            for s in range(0, len(positions), chunk):  # [<=chunk, vocab] logits: the only ones alive
-                row_sum = row_sum + chunk_loss(hidden[positions[s : s + chunk]], targets[s : s + chunk])
-            row_sum = float(row_sum)
+            row_sum, targets = _row_loss(chunk_loss, decoder, torch.as_tensor(tokens[r], device=device), tokens[r],
+                                         loss_mask[r], chunk)
             total += row_sum
-            count += len(targets)
-            rows_out.append({"row": r, "loss": row_sum / len(targets) if len(targets) else None, "targets": len(targets)})
+            count += targets
+            rows_out.append({"row": r, "loss": row_sum / targets if targets else None, "targets": targets})
             if progress:
                 progress(r + 1)
     for g in gpus:
@@ -194,6 +177,44 @@ def step0_loss(model, tokens: np.ndarray, loss_mask: np.ndarray, *, chunk: int =
     if per_row:
         result["per_row"] = rows_out
     return result
+
+
+
+def _warm_up(chunk_loss: ChunkLoss, decoder, first) -> None:
+    """Compile the head (and check it against eager) on a short prefix of the first row, outside the timed loop."""
+    import torch
+
+    n = min(CHECK_TOKENS, len(first))
+    if n >= 2:
+        with torch.inference_mode():
+            chunk_loss(hidden_states(decoder, first[:n])[:-1], first[1:n])
+
+
+def _checked_rows(tokens: np.ndarray, loss_mask: np.ndarray, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    if chunk < 1:
+        raise UsageError(f"--chunk {chunk}: must be at least 1")
+    tokens = np.ascontiguousarray(tokens, dtype=np.int64)
+    loss_mask = np.ascontiguousarray(loss_mask, dtype=np.uint8)
+    if len(tokens) == 0:
+        raise UsageError("no rows to evaluate")
+    if (loss_mask[:, 0] != 0).any():
+        raise UsageError(f"row {int(np.flatnonzero(loss_mask[:, 0])[0])}: loss_mask[0] is 1; position 0 is never a target")
+    return tokens, loss_mask
+
+
+def _row_loss(chunk_loss: ChunkLoss, decoder, ids, row_tokens: np.ndarray, row_mask: np.ndarray,
+              chunk: int) -> tuple[float, int]:
+    """One row's summed cross-entropy over its supervised targets, and how many there are."""
+    import torch
+
+    hidden = hidden_states(decoder, ids)  # on the device of the decoder's last module
+    positions, targets = shifted_targets(row_tokens, row_mask)
+    positions = torch.as_tensor(positions, device=hidden.device)
+    targets = torch.as_tensor(targets, device=hidden.device)
+    row_sum = 0.0
+    for start in range(0, len(positions), chunk):  # [<=chunk, vocab] logits: the only ones alive
+        row_sum = row_sum + chunk_loss(hidden[positions[start : start + chunk]], targets[start : start + chunk])
+    return float(row_sum), len(targets)
 
 
 def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: int = 128, device: str | None = None,

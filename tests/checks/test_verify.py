@@ -15,7 +15,8 @@ import yaml
 from helpers.rows_fixtures import MODEL, NAME, ROW_TOKENS, ROWS, build_small, offline
 from helpers.shared import shared_file
 from sftpack import read_rows
-from sftpack.checks.verify import DeclaredFloat, _ratio_matches, load_declared, parse_tokenizer_sha256, verify_rows
+from sftpack.checks.declared import DeclaredFloat, load_declared, parse_tokenizer_sha256
+from sftpack.checks.verify import _ratio_matches, verify_rows
 from sftpack.cli import main
 from sftpack.rows.parquet_writer import WRITER_OPTIONS
 
