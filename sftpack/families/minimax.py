@@ -13,10 +13,10 @@ assistant." - then every turn is ``]~b]{role}\\n`` + content + ``[e~[\\n`` with 
 ``strip('\\n')``).
 
     >>> r = render([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "<think>hm</think>\\nYo"}])
-    >>> r.text
-    ']~!b[]~b]system\\nYou are a helpful assistant.[e~[\\n]~b]user\\nHi[e~[\\n]~b]ai\\n<think>\\nhm\\n</think>\\n\\nYo[e~[\\n'
     >>> r.turns[1]
     Turn(message=1, role='assistant', start=65, body=72, end=100)
+    >>> r.text
+    ']~!b[]~b]system\\nYou are a helpful assistant.[e~[\\n]~b]user\\nHi[e~[\\n]~b]ai\\n<think>\\nhm\\n</think>\\n\\nYo[e~[\\n'
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ message ("history") also lose their reasoning: when the content holds both ``<th
 only what follows the last ``</think>`` is kept, behind a fresh ``<think></think>``.
 
     >>> r = render([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": " Yo "}])
-    >>> r.text
-    '<|im_start|>system\\n<|im_end|>\\n<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think></think> Yo<|im_end|>\\n'
     >>> r.turns[1]
     Turn(message=1, role='assistant', start=60, body=82, end=111)
+    >>> r.text
+    '<|im_start|>system\\n<|im_end|>\\n<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think></think> Yo<|im_end|>\\n'
 """
 
 from __future__ import annotations

@@ -14,22 +14,10 @@ message or carries reasoning.
 from __future__ import annotations
 
 from sftpack.families.family import Family
-from sftpack.families.render import Rendered, TemplateError, TurnWriter, split_reasoning
+from sftpack.families.render import Rendered, TemplateError, TurnWriter, last_query_index, split_reasoning
 from sftpack.tokenizers.registry import OfflineTokenizer
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
-
-
-def _last_query_index(messages: list) -> int:
-    # The template walks backwards to the last user message that is not a bare tool response (its test is on
-    # the untrimmed content); without one it keeps len - 1, so no turn is "after the last query".
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message["role"] == "user":
-            content = message["content"]
-            if not (content.startswith("<tool_response>") and content.endswith("</tool_response>")):
-                return index
-    return len(messages) - 1
 
 
 def render(messages: list) -> Rendered:
@@ -38,7 +26,9 @@ def render(messages: list) -> Rendered:
     out = TurnWriter()
     emit = out.turn
 
-    last_query = _last_query_index(messages)
+    last_query = last_query_index(messages, strip=False)  # the template tests the untrimmed content
+    if last_query is None:  # the template keeps len - 1: no turn is "after the last query"
+        last_query = len(messages) - 1
     last = len(messages) - 1
     for index, message in enumerate(messages):
         role = message["role"]

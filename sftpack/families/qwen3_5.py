@@ -10,22 +10,10 @@ Byte-identical to ``qwen3_5.jinja`` rendered by transformers on conversations of
 from __future__ import annotations
 
 from sftpack.families.family import Family
-from sftpack.families.render import Rendered, TemplateError, TurnWriter, split_reasoning
+from sftpack.families.render import Rendered, TemplateError, TurnWriter, last_query_index, split_reasoning
 from sftpack.tokenizers.registry import OfflineTokenizer
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
-
-
-def _last_query_index(messages: list) -> int:
-    # The template walks backwards to the last user message that is not a bare tool response; reasoning is
-    # only rendered for assistant turns after it.
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message["role"] == "user":
-            content = message["content"].strip()
-            if not (content.startswith("<tool_response>") and content.endswith("</tool_response>")):
-                return index
-    raise TemplateError("No user query found in messages.")
 
 
 def render(messages: list) -> Rendered:
@@ -35,7 +23,9 @@ def render(messages: list) -> Rendered:
     emit = out.turn
     if messages[0]["role"] == "system":
         emit(0, "system", IM_START + "system\n", messages[0]["content"].strip() + IM_END + "\n")
-    last_query = _last_query_index(messages)
+    last_query = last_query_index(messages, strip=True)  # reasoning is rendered only for assistant turns after it
+    if last_query is None:
+        raise TemplateError("No user query found in messages.")
     for index, message in enumerate(messages):
         role = message["role"]
         content = message["content"].strip()

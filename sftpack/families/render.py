@@ -47,6 +47,18 @@ class Rendered:
 Renderer = Callable[[list], Rendered]
 
 
+def last_query_index(messages: list, strip: bool) -> int | None:
+    """Where the Qwen templates find the last query: the last user message that is not a bare tool response
+    (``<tool_response>...</tool_response>``, tested on the stripped content when ``strip``); None if there is none."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] == "user":
+            content = message["content"].strip() if strip else message["content"]
+            if not (content.startswith("<tool_response>") and content.endswith("</tool_response>")):
+                return index
+    return None
+
+
 def split_reasoning(content: str) -> tuple[str, str]:
     """The chat templates' split of an assistant content at ``</think>`` (Qwen3, Qwen3.5, GLM, MiniMax), step for
     step: reasoning is the text before the first ``</think>`` after the last ``<think>`` in it, outer newlines
