@@ -4,8 +4,6 @@ token equality with the official template through transformers on a tokenizer bu
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from helpers import chat
 from helpers.shared import jinja_render, official_template
@@ -58,27 +56,6 @@ def test_templates_readme_example():
     assert render(TRICKY[1]).text == (
         "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
         "4.<|im_end|>\n<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n6.<|im_end|>\n")
-
-
-_PIECES = ["<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_response>", "</tool_response>", "\n", "\n\n",
-           " ", "\t", "assistant\n", "user", "é", "e\u0301", "東京", "😀", "\u3000", "\u200b", "word", "42"]
-_content = st.lists(st.sampled_from(_PIECES) | st.text(max_size=6), max_size=8).map("".join)
-_messages = st.lists(st.tuples(st.sampled_from(["user", "assistant"]), _content), min_size=1, max_size=6).map(
-    lambda pairs: conv(*pairs)
-)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_messages, st.booleans(), _content)
-def test_renderer_property(messages, with_system, system):
-    if with_system:
-        messages = [{"role": "system", "content": system}, *messages]
-    expected = jinja_render(official_template("qwen3.jinja"), messages)  # qwen3.jinja never raises on these
-    rendered = render(messages)
-    assert rendered.text == expected
-    ends = [t.start for t in rendered.turns[1:]] + [len(rendered.text)]
-    assert [t.end for t in rendered.turns] == ends  # turns tile the text, in message order
-    assert [t.message for t in rendered.turns] == list(range(len(messages)))
 
 
 def test_empty_conversation_raises():
