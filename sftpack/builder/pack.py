@@ -13,6 +13,7 @@ pulls them all (``--rows all``): the partial last row is then dropped and its si
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -85,71 +86,93 @@ def pack_chunks(
     """
     stats = stats if stats is not None else BuildStats()
     width = row_tokens
-    carry_t, carry_m = np.zeros(0, np.int32), np.zeros(0, np.uint8)
-    # conversations (partly) in the carry: ids, start in the carry, tokens there, offset of the first one
-    open_ids: list = []
-    open_s = open_l = open_o = np.zeros(0, np.int64)
+    carry = _Stream.empty()  # the partial row left by the chunks so far
     done = 0  # conversations pulled before this chunk
     for ids, lengths, tokens, masks in chunks:
-        k = len(ids)
-        if k == 0:
+        if len(ids) == 0:
             continue
-        lengths = np.asarray(lengths, dtype=np.int64)
-        starts = np.zeros(k, dtype=np.int64)
-        np.cumsum(lengths[:-1], out=starts[1:])
-        eos_at = starts[1:] if done == 0 else starts  # an EOS before every conversation but the very first
-        chunk_t = np.insert(np.asarray(tokens, np.int32), eos_at, eos_id)
-        chunk_m = np.insert(np.asarray(masks, np.uint8), eos_at, 0)
-        eos_before = np.arange(k) + (0 if done == 0 else 1)  # EOS tokens before each conversation's tokens
-        base = len(carry_t)
-        first_token = base + starts + eos_before  # in buf
-        has_eos = np.ones(k, dtype=np.int64)
-        if done == 0:
-            has_eos[0] = 0
-        owned_from = first_token - has_eos  # its EOS belongs to it: pack pulls the conversation to write it
-        buf_t = np.concatenate([carry_t, chunk_t])
-        buf_m = np.concatenate([carry_m, chunk_m])
-        n_full = len(buf_t) // width
-        all_ids = open_ids + list(ids)
-        s = np.concatenate([open_s, first_token])
-        ln = np.concatenate([open_l, lengths])
-        off = np.concatenate([open_o, np.zeros(k, np.int64)])
-        # pieces: one per (conversation, full row it reaches)
-        r0 = s // width
-        r1 = np.minimum((s + ln - 1) // width, n_full - 1)
-        count = np.where((ln > 0) & (r0 < n_full), r1 - r0 + 1, 0)
-        conv = np.repeat(np.arange(len(s)), count)
-        row = r0[conv] + (np.arange(len(conv)) - np.repeat(np.cumsum(count) - count, count))
-        lo = np.maximum(s[conv], row * width)
-        hi = np.minimum(s[conv] + ln[conv], (row + 1) * width)
-        bounds = np.searchsorted(row, np.arange(n_full + 1))  # pieces of row r: bounds[r]:bounds[r+1]
-        p_ids = [all_ids[c] for c in conv.tolist()]
-        p_start, p_len = (lo - row * width).tolist(), (hi - lo).tolist()
-        p_off = (off[conv] + lo - s[conv]).tolist()
-        owners = np.searchsorted(owned_from, (np.arange(n_full) + 1) * width - 1, side="right")  # 1-based in chunk
-        for r in range(n_full):
-            mask = buf_m[r * width : (r + 1) * width].copy()
+        stream = carry.extended(ids, lengths, tokens, masks, eos_id, first_chunk=done == 0)
+        full_rows = len(stream.tokens) // width
+        pieces = stream.row_pieces(width, full_rows)
+        # the chunk's conversations (1-based) that complete each row: pack would pull them to write it
+        owners = np.searchsorted(stream.owned_from, (np.arange(full_rows) + 1) * width - 1, side="right")
+        for r in range(full_rows):
+            mask = stream.mask[r * width : (r + 1) * width].copy()
             mask[0] = 0
             if not mask.any():
                 stats.rows_dropped_unsupervised += 1
                 continue
-            a, b = bounds[r], bounds[r + 1]
-            pieces = [Piece(p_ids[i], p_start[i], p_len[i], p_off[i]) for i in range(a, b)]
             stats.conversations = done + max(int(owners[r]), 1)
             pulled(stats.conversations)
             stats.rows_kept += 1
-            yield Row(buf_t[r * width : (r + 1) * width].copy(), mask, pieces)
-        # what is left is the partial row: carry it, with the conversations that reach into it
-        cut = n_full * width
-        carry_t, carry_m = buf_t[cut:].copy(), buf_m[cut:].copy()
-        keep = s + ln > cut
-        new_s = np.maximum(s[keep], cut)
-        open_ids = [all_ids[c] for c in np.flatnonzero(keep).tolist()]
-        open_o = off[keep] + new_s - s[keep]
-        open_l = s[keep] + ln[keep] - new_s
-        open_s = new_s - cut
-        done += k
+            yield Row(stream.tokens[r * width : (r + 1) * width].copy(), mask, pieces[r])
+        carry = stream.rest(full_rows * width)
+        done += len(ids)
         stats.conversations = done
         pulled(done)
-    stats.tail_tokens = len(carry_t)
+    stats.tail_tokens = len(carry.tokens)
     pulled(None)
+
+
+@dataclass
+class _Stream:
+    """Tokens on their way into rows, and the conversations they hold: conversation ``i`` is ``ids[i]``, its
+    ``lengths[i]`` tokens from ``starts[i]`` in the stream, the first of them its token ``offsets[i]`` (> 0: it began
+    in an earlier row). ``owned_from``: where each conversation of the latest chunk begins, its EOS included."""
+
+    tokens: np.ndarray
+    mask: np.ndarray
+    ids: list
+    starts: np.ndarray
+    lengths: np.ndarray
+    offsets: np.ndarray
+    owned_from: np.ndarray
+
+    @classmethod
+    def empty(cls) -> "_Stream":
+        nothing = np.zeros(0, np.int64)
+        return cls(np.zeros(0, np.int32), np.zeros(0, np.uint8), [], nothing, nothing, nothing, nothing)
+
+    def extended(self, ids: list, lengths, tokens, masks, eos_id: int, first_chunk: bool) -> "_Stream":
+        """This stream followed by a chunk's conversations, an EOS before every one but the very first."""
+        count = len(ids)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        starts = np.zeros(count, dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        eos_at = starts[1:] if first_chunk else starts
+        chunk_tokens = np.insert(np.asarray(tokens, np.int32), eos_at, eos_id)
+        chunk_mask = np.insert(np.asarray(masks, np.uint8), eos_at, 0)
+        eos_before = np.arange(count) + (0 if first_chunk else 1)  # EOS tokens before each conversation's tokens
+        first_token = len(self.tokens) + starts + eos_before
+        has_eos = np.ones(count, dtype=np.int64)
+        if first_chunk:
+            has_eos[0] = 0
+        return _Stream(np.concatenate([self.tokens, chunk_tokens]), np.concatenate([self.mask, chunk_mask]),
+                       self.ids + list(ids), np.concatenate([self.starts, first_token]),
+                       np.concatenate([self.lengths, lengths]), np.concatenate([self.offsets, np.zeros(count, np.int64)]),
+                       first_token - has_eos)  # its EOS belongs to it: pack pulls the conversation to write it
+
+    def row_pieces(self, width: int, full_rows: int) -> list[list[Piece]]:
+        """The conversation pieces of each of the first ``full_rows`` rows: one per (conversation, row it reaches)."""
+        starts, lengths = self.starts, self.lengths
+        first_row = starts // width
+        last_row = np.minimum((starts + lengths - 1) // width, full_rows - 1)
+        count = np.where((lengths > 0) & (first_row < full_rows), last_row - first_row + 1, 0)
+        conversation = np.repeat(np.arange(len(starts)), count)
+        row = first_row[conversation] + (np.arange(len(conversation)) - np.repeat(np.cumsum(count) - count, count))
+        low = np.maximum(starts[conversation], row * width)
+        high = np.minimum(starts[conversation] + lengths[conversation], (row + 1) * width)
+        bounds = np.searchsorted(row, np.arange(full_rows + 1))  # pieces of row r: bounds[r]:bounds[r+1]
+        piece_ids = [self.ids[c] for c in conversation.tolist()]
+        piece_starts, piece_lengths = (low - row * width).tolist(), (high - low).tolist()
+        piece_offsets = (self.offsets[conversation] + low - starts[conversation]).tolist()
+        return [[Piece(piece_ids[i], piece_starts[i], piece_lengths[i], piece_offsets[i])
+                 for i in range(bounds[r], bounds[r + 1])] for r in range(full_rows)]
+
+    def rest(self, cut: int) -> "_Stream":
+        """The stream from ``cut`` on (the partial row), with the conversations that reach into it."""
+        keep = self.starts + self.lengths > cut
+        new_starts = np.maximum(self.starts[keep], cut)
+        ids = [self.ids[c] for c in np.flatnonzero(keep).tolist()]
+        return _Stream(self.tokens[cut:].copy(), self.mask[cut:].copy(), ids, new_starts - cut, self.starts[keep] + self.lengths[keep] - new_starts,
+                       self.offsets[keep] + new_starts - self.starts[keep], np.zeros(0, np.int64))
