@@ -86,6 +86,20 @@ def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarr
     return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds)
 
 
+@dataclass
+class _WalkedChunk:
+    """A chunk the walk has not yet passed: its first source row, the source rows of its kept conversations, its
+    skips ``(source row, (reason, detail), id)``, the kept indices holding control text, and how many of each the
+    walk has counted."""
+
+    start: int
+    kept_rows: np.ndarray
+    skips: list
+    control: list
+    skips_counted: int = 0
+    control_counted: int = 0
+
+
 class Walk:
     """The walk over the source in permutation order: skips and control text are counted as the packer reaches
     them (``pulled(n)``: ``n`` kept conversations pulled; ``None``: the source ended), as if conversations were
@@ -93,7 +107,7 @@ class Walk:
 
     def __init__(self, stats: BuildStats, strict: bool = False):
         self.stats, self.strict = stats, strict
-        self.chunks: deque = deque()  # chunks not yet walked past: [first row, kept rows, skips, control, next skip, next control]
+        self.chunks: deque[_WalkedChunk] = deque()
         self.rows = 0  # source rows handed to the packer
         self.kept = 0
         self.unchecked: deque = deque()  # ids of kept conversations not yet pulled (checked for duplicates)
@@ -105,7 +119,7 @@ class Walk:
         index = {p: self.kept + i for i, p in enumerate(kept)}
         skips = [(self.rows + p, status, result.ids[p]) for p, status in enumerate(result.status) if status is not None]
         control = sorted(index[p] for p in result.control_text)
-        self.chunks.append([self.rows, np.array(kept, dtype=np.int64) + self.rows, skips, control, 0, 0])
+        self.chunks.append(_WalkedChunk(self.rows, np.array(kept, dtype=np.int64) + self.rows, skips, control))
         self.rows += len(result.status)
         self.kept += len(kept)
         ids = [result.ids[p] for p in kept]
@@ -118,26 +132,25 @@ class Walk:
             upto, n = self.rows, self.kept
         else:
             upto = stats.reached  # conversation n was in a chunk already walked past
-            first_kept = self.kept - sum(len(c[1]) for c in self.chunks)
+            first_kept = self.kept - sum(len(c.kept_rows) for c in self.chunks)
             for chunk in self.chunks:
-                if 0 < n - first_kept <= len(chunk[1]):
-                    upto = int(chunk[1][n - first_kept - 1]) + 1
+                if 0 < n - first_kept <= len(chunk.kept_rows):
+                    upto = int(chunk.kept_rows[n - first_kept - 1]) + 1
                     break
-                first_kept += len(chunk[1])
+                first_kept += len(chunk.kept_rows)
         while self.chunks:
             chunk = self.chunks[0]
-            start, kept_rows, skips, control = chunk[:4]
-            while chunk[4] < len(skips) and skips[chunk[4]][0] < upto:
-                _, (reason, detail), conv_id = skips[chunk[4]]
+            while chunk.skips_counted < len(chunk.skips) and chunk.skips[chunk.skips_counted][0] < upto:
+                _, (reason, detail), conv_id = chunk.skips[chunk.skips_counted]
                 if self.strict:
                     raise UsageError(f"--strict: conversation {conv_id!r}: {reason}: {detail}")
                 stats.skipped[reason] += 1
-                chunk[4] += 1
-            while chunk[5] < len(control) and control[chunk[5]] < n:
+                chunk.skips_counted += 1
+            while chunk.control_counted < len(chunk.control) and chunk.control[chunk.control_counted] < n:
                 stats.control_text += 1  # counted as reached, like the skips
-                chunk[5] += 1
-            end = start + len(kept_rows) + len(skips)
-            if end > upto or chunk[5] < len(control):
+                chunk.control_counted += 1
+            end = chunk.start + len(chunk.kept_rows) + len(chunk.skips)
+            if end > upto or chunk.control_counted < len(chunk.control):
                 break
             self.chunks.popleft()
         stats.reached = upto
@@ -217,12 +230,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
     rows, row_tokens, seed = resolved["rows"], resolved["row_tokens"], resolved["seed"]
     every_row = rows == ALL
     workers = config.workers or _usable_cores()
-    revision = config.dataset_revision or TULU_REVISION
-    if revision != TULU_REVISION and not config.allow_unpinned:
-        raise UsageError(
-            f"--dataset-revision {config.dataset_revision} is not the pinned {TULU_REPO} revision {TULU_REVISION}; "
-            "pass --allow-unpinned to build from it anyway"
-        )
+    revision = _dataset_revision(config)
     name = config.name or profile.build_name
     row_format = get_row_format(config.format)
     outputs = OutputFiles(config.out, name, config.overwrite, row_format.suffix)
@@ -243,33 +251,10 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         clock.mark("open_hub_and_permute_s")
         stats = BuildStats()
         writer = new_row_writer(config.format, outputs.tmp_parquet, row_tokens, name)
-        progress = Progress(None if every_row else rows, len(source), row_tokens, stats, config.progress)
-        walk = Walk(stats, config.strict)
-        stream = encoded_chunks(encoder, source, order, workers, walk, clock.seconds)
-        try:
-            for row in pack_chunks(stream, row_tokens, vocab.eos_id, stats, walk.pulled):
-                writer.write(row)
-                progress.row()
-                if writer.rows == rows:
-                    break
-            stream.close()
-            clock.mark("loop_s")
-        except BaseException as e:
-            writer.abort()
-            if isinstance(e, WorkerDied):  # a worker reading a memory map cut short dies of SIGBUS: say why
-                raise UsageError(getattr(source, "changed", lambda: None)() or f"{e}; nothing written") from None
-            raise
-        finally:
-            stream.close()  # stops the workers now, also when an error is on its way
-            progress.close()
+        _write_rows(encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
         try:
             interrupts.check()  # a signal recorded while the workers were being stopped
-            if every_row and writer.rows == 0:
-                raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "
-                                 f"{stats.rows_dropped_unsupervised} rows without targets; a row is {row_tokens:,} tokens)"
-                                 + _top_skips(stats))
-            if not every_row and writer.rows < rows:
-                raise UsageError(f"source exhausted after {writer.rows} rows (asked for {rows})" + _top_skips(stats))
+            _check_row_count(writer.rows, stats, rows, row_tokens)
             parquet_sha256, parquet_bytes = writer.close()
             clock.mark("close_s")
             record = make_record(
@@ -284,6 +269,49 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         clock.mark("commit_s")
     clock.report(workers, writer, record)
     return record
+
+
+def _dataset_revision(config: BuildConfig) -> str:
+    revision = config.dataset_revision or TULU_REVISION
+    if revision != TULU_REVISION and not config.allow_unpinned:
+        raise UsageError(
+            f"--dataset-revision {config.dataset_revision} is not the pinned {TULU_REPO} revision {TULU_REVISION}; "
+            "pass --allow-unpinned to build from it anyway"
+        )
+    return revision
+
+
+def _write_rows(encoder: ConversationEncoder, source: Source, order: np.ndarray, writer: RowSink, stats: BuildStats,
+                rows, row_tokens: int, workers: int, config: BuildConfig, clock: "_Clock") -> None:
+    """Encode, pack and write rows until ``rows`` are written (or, ``--rows all``, the source ends)."""
+    progress = Progress(None if rows == ALL else rows, len(source), row_tokens, stats, config.progress)
+    walk = Walk(stats, config.strict)
+    stream = encoded_chunks(encoder, source, order, workers, walk, clock.seconds)
+    try:
+        for row in pack_chunks(stream, row_tokens, encoder.vocab.eos_id, stats, walk.pulled):
+            writer.write(row)
+            progress.row()
+            if writer.rows == rows:
+                break
+        stream.close()
+        clock.mark("loop_s")
+    except BaseException as e:
+        writer.abort()
+        if isinstance(e, WorkerDied):  # a worker reading a memory map cut short dies of SIGBUS: say why
+            raise UsageError(getattr(source, "changed", lambda: None)() or f"{e}; nothing written") from None
+        raise
+    finally:
+        stream.close()  # stops the workers now, also when an error is on its way
+        progress.close()
+
+
+def _check_row_count(written: int, stats: BuildStats, rows, row_tokens: int) -> None:
+    if rows == ALL and written == 0:
+        raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "
+                         f"{stats.rows_dropped_unsupervised} rows without targets; a row is {row_tokens:,} tokens)"
+                         + _top_skips(stats))
+    if rows != ALL and written < rows:
+        raise UsageError(f"source exhausted after {written} rows (asked for {rows})" + _top_skips(stats))
 
 
 def _top_skips(stats: BuildStats) -> str:
