@@ -92,7 +92,7 @@ def _scan(a: Side, b: Side, known: dict) -> dict:
     two blocks per side are in memory."""
     from concurrent.futures import ThreadPoolExecutor
 
-    hashes = {s.label: None if s.label in known else hashlib.sha256() for s in (a, b)}
+    hashes = {side.label: None if side.label in known else hashlib.sha256() for side in (a, b)}
     counts = {"compared": min(a.rows, b.rows), "identical": 0, "tokens_differ": 0, "mask_only": 0}
     first = None
     starts = range(0, max(a.rows, b.rows), BLOCK)
@@ -103,12 +103,12 @@ def _scan(a: Side, b: Side, known: dict) -> dict:
 
         pending = submit(starts[0]) if len(starts) else None
         for i, start in enumerate(starts):
-            fa, fb = pending
+            future_a, future_b = pending
             pending = submit(starts[i + 1]) if i + 1 < len(starts) else None
-            (tokens_a, mask_a), (tokens_b, mask_b) = fa.result(), fb.result()
+            (tokens_a, mask_a), (tokens_b, mask_b) = future_a.result(), future_b.result()
             first = _compare(tokens_a, mask_a, tokens_b, mask_b, start, counts, first)
-    for s in (a, b):
-        s.rows_sha256 = known[s.label] if s.label in known else hashes[s.label].hexdigest()
+    for side in (a, b):
+        side.rows_sha256 = known[side.label] if side.label in known else hashes[side.label].hexdigest()
     return {"counts": counts, "first": first}
 
 
@@ -253,8 +253,9 @@ def _window(side, ctx: dict, p: int, context: int) -> dict:
         covered = np.zeros(b - a, bool)
         for q in local:
             covered[q["start"] : q["end"]] = True
-        segs = row_segments(ctx["tokens"][a:b], ctx["mask"][a:b], local, [int(i) for i in np.flatnonzero(~covered)], side.vocab)
-        out += [{**s, "start": s["start"] + a, "end": s["end"] + a} for s in segs]
+        segments = row_segments(ctx["tokens"][a:b], ctx["mask"][a:b], local, [int(i) for i in np.flatnonzero(~covered)],
+                                side.vocab)
+        out += [{**segment, "start": segment["start"] + a, "end": segment["end"] + a} for segment in segments]
     starts = {q["start"]: q for q in pieces if lo <= q["start"] < hi}
     return {"start": lo, "end": hi, "difference_at": p, "segments": out,
             "boundaries": {str(k): v["conversation"] for k, v in starts.items()}}

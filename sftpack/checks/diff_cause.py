@@ -198,57 +198,60 @@ def _with_provenance(side_a, side_b, context_a, context_b, q, shift) -> dict:
         common += 1
     rest_a, rest_b = seq_a[common:], seq_b[common:]
     if common == min(len(seq_a), len(seq_b)):
-        ev = [f"the same conversations in the same order on both sides: {', '.join(seq_a[:8])}"
+        evidence = [f"the same conversations in the same order on both sides: {', '.join(seq_a[:8])}"
               + (", …" if len(seq_a) > 8 else "")]
     else:
         lo = max(0, common - 1)  # the last conversation both hold, then where they part
-        ev = [f"conversations in stream order from {seq_a[lo]}: A {', '.join(seq_a[lo:lo + 8])}; B {', '.join(seq_b[lo:lo + 8])}"]
+        evidence = [f"conversations in stream order from {seq_a[lo]}: A {', '.join(seq_a[lo:lo + 8])}; "
+                    f"B {', '.join(seq_b[lo:lo + 8])}"]
     if shift is not None:
-        ev.append(_shift_text(shift, context_a["tokens"], context_b["tokens"], q, side_a, side_b))
+        evidence.append(_shift_text(shift, context_a["tokens"], context_b["tokens"], q, side_a, side_b))
     if rest_a and rest_b:  # another conversation at the same place: the order differs
-        return _order_cause(side_a, side_b, rest_a, rest_b, shift, ev)
+        return _order_cause(side_a, side_b, rest_a, rest_b, shift, evidence)
     here_a = pieces_a[ia]["conversation"] if ia is not None else None
     here_b = pieces_b[ib]["conversation"] if ib is not None else None
     tokens_a, tokens_b = context_a["tokens"], context_b["tokens"]
     if gap_a and gap_b:
-        ev.insert(0, f"position {q} is the EOS the packer wrote after conversation {here_a} on both sides")
-        return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(side_a, tokens_a[q])}, B {_token(side_b, tokens_b[q])}",
-                "evidence": ev + _eos_records(side_a, side_b)}
+        evidence.insert(0, f"position {q} is the EOS the packer wrote after conversation {here_a} on both sides")
+        return {"cause": "eos", "summary": "the EOS between conversations differs: "
+                                           f"A {_token(side_a, tokens_a[q])}, B {_token(side_b, tokens_b[q])}",
+                "evidence": evidence + _eos_records(side_a, side_b)}
     if gap_a != gap_b and shift is not None and shift[1] == 1:
         extra = "A" if gap_a else "B"
         return {"cause": "eos", "summary": f"{extra} has an EOS that the other side lacks after conversation "
-                f"{here_a if gap_a else here_b}: the rest is shifted by 1 token", "evidence": ev + _eos_records(side_a, side_b)}
+                f"{here_a if gap_a else here_b}: the rest is shifted by 1 token",
+                "evidence": evidence + _eos_records(side_a, side_b)}
     piece_a = pieces_a[ia] if ia is not None else None
     piece_b = pieces_b[ib] if ib is not None else None
-    return _token_cause(side_a, side_b, context_a, context_b, piece_a, piece_b, q, ev)
+    return _token_cause(side_a, side_b, context_a, context_b, piece_a, piece_b, q, evidence)
 
 
-def _order_cause(side_a, side_b, rest_a, rest_b, shift, ev) -> dict:
+def _order_cause(side_a, side_b, rest_a, rest_b, shift, evidence) -> dict:
     for lacks, has, r_has, r_lacks in (("B", "A", rest_a, rest_b), ("A", "B", rest_b, rest_a)):
         for j in range(1, len(r_has)):
             m = min(len(r_lacks), len(r_has) - j)
             if m >= min(2, len(r_lacks)) and m and r_has[j : j + m] == r_lacks[:m]:
                 missing = r_has[:j]
-                ev.append(f"{lacks}'s next {m} conversation(s) are {has}'s after {', '.join(missing)}")
-                ev += _skip_records(side_a, side_b)
+                evidence.append(f"{lacks}'s next {m} conversation(s) are {has}'s after {', '.join(missing)}")
+                evidence += _skip_records(side_a, side_b)
                 if shift is not None:
-                    ev.append(f"{has} holds {shift[1]:,} tokens more there: the skipped conversation(s) and EOS")
+                    evidence.append(f"{has} holds {shift[1]:,} tokens more there: the skipped conversation(s) and EOS")
                 return {"cause": "skipped_rows", "missing": {lacks: missing},
                         "summary": f"{lacks} lacks conversation(s) {', '.join(missing)} that {has} holds at this place "
-                        "(skipped upstream, or dropped from its source); the order is otherwise the same", "evidence": ev}
-    ev.append(f"A continues with {', '.join(rest_a[:4])}, B with {', '.join(rest_b[:4])}: not one order minus a skip")
+                        "(skipped upstream, or dropped from its source); the order is otherwise the same", "evidence": evidence}
+    evidence.append(f"A continues with {', '.join(rest_a[:4])}, B with {', '.join(rest_b[:4])}: not one order minus a skip")
     ra, rb = side_a.record, side_b.record
     if ra and rb and ra.get("seed") != rb.get("seed"):
-        ev.append(f"the build records' seeds differ: A {ra.get('seed')}, B {rb.get('seed')}")
-        return {"cause": "seed", "summary": "another permutation of the conversations: a different seed", "evidence": ev}
+        evidence.append(f"the build records' seeds differ: A {ra.get('seed')}, B {rb.get('seed')}")
+        return {"cause": "seed", "summary": "another permutation of the conversations: a different seed", "evidence": evidence}
     if ra and rb and ra.get("dataset") != rb.get("dataset"):
-        ev.append(f"the build records' datasets differ: A {ra.get('dataset')}, B {rb.get('dataset')}")
+        evidence.append(f"the build records' datasets differ: A {ra.get('dataset')}, B {rb.get('dataset')}")
         return {"cause": "source_revision", "summary": "another order of the conversations: a different source "
-                "(revision or row count)", "evidence": ev}
+                "(revision or row count)", "evidence": evidence}
     cannot = ["seed or source revision: " + ("the build records name the same seed and dataset" if ra and rb
                                              else "no build record on both sides to compare")]
     return {"cause": "order", "summary": "another conversation order from here on (seed, source revision or skipped rows)",
-            "evidence": ev, "cannot_tell": cannot}
+            "evidence": evidence, "cannot_tell": cannot}
 
 
 def _skip_records(side_a, side_b) -> list[str]:
@@ -272,44 +275,46 @@ def _eos_records(side_a, side_b) -> list[str]:
     return []
 
 
-def _token_cause(side_a, side_b, context_a, context_b, piece_a, piece_b, q, ev) -> dict:
+def _token_cause(side_a, side_b, context_a, context_b, piece_a, piece_b, q, evidence) -> dict:
     """Same conversation at the same place, other tokens: tokenizer (same text) or template (other text)."""
     conv = (piece_a or piece_b or {}).get("conversation")
-    ev.insert(0, f"the same conversation {conv} stands at position {q} on both sides, with other tokens")
+    evidence.insert(0, f"the same conversation {conv} stands at position {q} on both sides, with other tokens")
     files = _file_changes(side_a.record, side_b.record)
     if files is not None:
-        ev.append("tokenizer files that differ between the build records: " + (", ".join(files) or "none"))
+        evidence.append("tokenizer files that differ between the build records: " + (", ".join(files) or "none"))
     if side_a.record and side_b.record and side_a.record.get("renderer") != side_b.record.get("renderer"):
-        ev.append(f"renderers differ: A {side_a.record.get('renderer')}; B {side_b.record.get('renderer')}")
+        evidence.append(f"renderers differ: A {side_a.record.get('renderer')}; B {side_b.record.get('renderer')}")
     same_text, texts = None, None
     shared_vocab = side_a.vocab is not None and side_a.vocab is side_b.vocab
     if side_a.vocab is None or side_b.vocab is None:
-        ev.append("text not compared: " + "; ".join(s.vocab_note or f"{s.label} not decoded" for s in (side_a, side_b) if s.vocab is None))
+        evidence.append("text not compared: " + "; ".join(side.vocab_note or f"{side.label} not decoded"
+                                                          for side in (side_a, side_b) if side.vocab is None))
     elif not (shared_vocab and files):
         try:
             texts = [s.vocab.decode(c["tokens"][pc["flat"] : pc["flat_end"]]) if pc else ""
                      for s, c, pc in ((side_a, context_a, piece_a), (side_b, context_b, piece_b))]
         except Exception as e:  # a tokenizer that does not fit the rows
             texts = None
-            ev.append(f"text not compared: decoding failed ({type(e).__name__}: {e})")
+            evidence.append(f"text not compared: decoding failed ({type(e).__name__}: {e})")
     if texts is not None:
         common = len(_common_prefix(*texts))
         same_text = common >= min(map(len, texts)) - 4  # a cut token may decode to a replacement character
-        ev.append(f"decoded, {conv}'s text is " + ("the same on both sides (up to where the shorter piece ends)"
+        evidence.append(f"decoded, {conv}'s text is " + ("the same on both sides (up to where the shorter piece ends)"
                   if same_text else f"different from character {common}: A {texts[0][common:common + 30]!r}, "
                   f"B {texts[1][common:common + 30]!r}"))
     if shared_vocab and files:
-        ev.append("both sides decode with one tokenizer although their tokenizer files differ: text not compared")
+        evidence.append("both sides decode with one tokenizer although their tokenizer files differ: text not compared")
     if same_text is True:
-        return {"cause": "tokenizer", "summary": f"the same text of {conv} tokenized differently: a tokenizer change", "evidence": ev}
+        return {"cause": "tokenizer", "summary": f"the same text of {conv} tokenized differently: a tokenizer change",
+                "evidence": evidence}
     renderers_differ = bool(side_a.record and side_b.record and side_a.record.get("renderer") != side_b.record.get("renderer"))
     if same_text is None and files and set(files) - TEMPLATE_FILES - BOTH_FILES:
         return {"cause": "tokenizer", "summary": f"{conv} has other tokens and the build records' tokenizer files differ "
-                f"({', '.join(files)}): a tokenizer change", "evidence": ev}
+                f"({', '.join(files)}): a tokenizer change", "evidence": evidence}
     if same_text is False or (same_text is None and files and (set(files) & TEMPLATE_FILES or renderers_differ)):
         return {"cause": "template", "summary": f"{conv} was rendered to other text: a chat-template (or source text) change",
-                "evidence": ev}
-    return {"cause": "tokens", "summary": f"{conv} has other tokens: a tokenizer or chat-template change", "evidence": ev,
+                "evidence": evidence}
+    return {"cause": "tokens", "summary": f"{conv} has other tokens: a tokenizer or chat-template change", "evidence": evidence,
             "cannot_tell": ["tokenizer or template: no tokenizer decodes both sides, and the build records do not tell "
                             "(absent, or only tokenizer_config.json differs, which holds both)"]}
 
@@ -329,31 +334,31 @@ def _file_changes(ra: dict, rb: dict) -> list[str] | None:
 
 
 def _without_provenance(side_a, side_b, tokens_a, tokens_b, q, n, shift, contexts) -> dict:
-    ev = []
+    evidence = []
     if shift is not None:
         extra, k, _ = shift
         side, tokens = (side_a, tokens_a) if extra == "A" else (side_b, tokens_b)
-        ev.append(_shift_text(shift, tokens_a, tokens_b, q, side_a, side_b))
+        evidence.append(_shift_text(shift, tokens_a, tokens_b, q, side_a, side_b))
         eos = _eos_id(side, contexts)
         if k == 1 and eos is not None and tokens[q] == eos:
             return {"cause": "eos", "summary": f"{extra} has one EOS more at position {q}: the rest is shifted by 1 token",
-                    "evidence": ev}
+                    "evidence": evidence}
         ends = f"; the {k:,} tokens end with an EOS: a conversation and its separator" if eos is not None and tokens[q + k - 1] == eos else ""
         return {"cause": "shift", "shift": {"extra": extra, "tokens": k},
                 "summary": f"{extra} holds {k:,} tokens more at position {q} (an EOS or a conversation skipped upstream)"
-                f"{ends}", "evidence": ev,
+                f"{ends}", "evidence": evidence,
                 "cannot_tell": ["which conversation(s) were skipped: the provenance is missing"]}
     d = np.flatnonzero(tokens_a[:n] != tokens_b[:n])
     pairs = {(int(tokens_a[i]), int(tokens_b[i])) for i in d}
     if len(pairs) == 1:
         u, v = next(iter(pairs))
-        ev.append(f"every token that differs in the {n:,} tokens compared around it is A {_token(side_a, u)} where B has "
+        evidence.append(f"every token that differs in the {n:,} tokens compared around it is A {_token(side_a, u)} where B has "
                   f"{_token(side_b, v)} ({len(d)} places)")
         if u == _eos_id(side_a, contexts) or v == _eos_id(side_b, contexts):
             return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(side_a, u)}, B {_token(side_b, v)}",
-                    "evidence": ev + _eos_records(side_a, side_b)}
+                    "evidence": evidence + _eos_records(side_a, side_b)}
     return {"cause": "tokens", "summary": "other tokens from here on: a tokenizer or template change, or another order",
-            "evidence": ev, "cannot_tell": ["tokenizer/template versus order: without provenance on both sides the "
+            "evidence": evidence, "cannot_tell": ["tokenizer/template versus order: without provenance on both sides the "
                                             "conversations at the place are unknown"]}
 
 
@@ -362,15 +367,15 @@ def _mask_cause(side_a, side_b, context_a, context_b, counts) -> dict:
     mask_a, mask_b, t = context_a["mask"][:w], context_b["mask"][:w], context_a["tokens"][:w]
     d = np.flatnonzero(mask_a != mask_b)
     only_a, only_b = int((mask_a > mask_b).sum()), int((mask_b > mask_a).sum())
-    ev = [f"row {context_a['row']}: every token is the same; {len(d)} loss-mask value(s) differ ({only_a} supervised only "
+    evidence = [f"row {context_a['row']}: every token is the same; {len(d)} loss-mask value(s) differ ({only_a} supervised only "
           f"in A, {only_b} only in B); the first at positions "
           + ", ".join(f"{i} ({_token(side_a, t[i])})" for i in d[:4])]
     if counts["tokens_differ"] == 0:
-        ev.append(f"no compared row differs in its tokens; {counts['mask_only']:,} differ in the loss mask only")
+        evidence.append(f"no compared row differs in its tokens; {counts['mask_only']:,} differ in the loss mask only")
     ra, rb = side_a.record, side_b.record
     if ra and rb:
-        ev.append(f"the build records name loss-mask rules A {ra.get('loss_mask')}, B {rb.get('loss_mask')}"
+        evidence.append(f"the build records name loss-mask rules A {ra.get('loss_mask')}, B {rb.get('loss_mask')}"
                   + (" (the same name: the rule's file, the builder or the data's step_loss_mask changed)"
                      if ra.get("loss_mask") == rb.get("loss_mask") else ""))
     return {"cause": "loss_mask", "summary": "same tokens, another loss mask: a loss-mask rule change (or step_loss_mask)",
-            "evidence": ev, "cannot_tell": [] if (ra and rb) else ["which rule built each side: no build records"]}
+            "evidence": evidence, "cannot_tell": [] if (ra and rb) else ["which rule built each side: no build records"]}
