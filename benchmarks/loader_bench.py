@@ -17,7 +17,7 @@ compresses like text, not like zeros), and beside it a baseline holding the same
     python benchmarks/loader_bench.py                  # full size (writes ~0.5 GB under a temp dir)
     python benchmarks/loader_bench.py --rows 640       # quick look
 
-Targets (issue 5): loader <= 3 s and <= 1 GB for 6,400 x 8,192; generate_rollout(128 rows) <= 0.5 s.
+Targets: loader <= 3 s and <= 1 GB for 6,400 x 8,192; generate_rollout(128 rows) <= 0.5 s.
 """
 
 from __future__ import annotations

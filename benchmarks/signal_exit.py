@@ -1,4 +1,4 @@
-"""How long an interrupted ``sftpack build`` takes to exit (issue 16 asks for 2 s, every time), and whether it told
+"""How long an interrupted ``sftpack build`` takes to exit (at most 2 s, every time), and whether it told
 the truth, over many real signals at seeded random moments of the whole build.
 
 Each run is ``python -m sftpack build --model Qwen3.5-122B-A10B --source sample --rows R`` in its own session;
@@ -41,7 +41,7 @@ MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
 FINAL = {f"{NAME}.parquet", f"{NAME}.build.yaml"}
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])}
-LIMIT = 2.0  # the issue's bound, seconds
+LIMIT = 2.0  # the bound sftpack promises, seconds
 HANG = 30.0
 
 BARE = ("import signal, sys, time\n"
