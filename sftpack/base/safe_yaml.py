@@ -79,6 +79,25 @@ class SafeLoader(yaml.SafeLoader):
 SafeLoader.add_constructor("tag:yaml.org,2002:int", SafeLoader.construct_yaml_int)
 
 
+class UniqueKeyLoader(SafeLoader):
+    """:class:`SafeLoader` that refuses a mapping holding a key twice, which YAML resolves silently (the last one
+    wins): for the files whose every key means something (profiles, loss-mask rules)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *base" may repeat what it merges, by design
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise _Refused(f"duplicate key {key!r} (line {key_node.start_mark.line + 1})")
+                seen.add(key)
+            except TypeError:  # an unhashable key: the constructor below refuses it
+                pass
+        return super().construct_mapping(node, deep)
+
+
 def load_text(text: str, where: str, loader=SafeLoader):
     """The document in ``text``; :class:`UsageError` (one line, naming ``where``) when it is refused or malformed."""
     try:

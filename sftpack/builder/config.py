@@ -27,6 +27,7 @@ import re
 from dataclasses import MISSING, dataclass, field, fields
 
 from sftpack.base.errors import UsageError
+from sftpack.base.names import plain_name_problem
 
 MAX_ROW_TOKENS = 1 << 24  # provenance offsets are int32; a 16M-token row is already far past any trainer
 MAX_WORKERS = 256
@@ -81,18 +82,6 @@ def _known_format(v, flag):
     return None if v in ROW_FORMATS else f"{flag} {v!r}: unknown rows format (known: {', '.join(sorted(ROW_FORMATS))})"
 
 
-def _plain_name(v, flag):
-    if not v or "/" in v or v.startswith(".") or not v.isprintable():
-        return f"{flag} {v!r}: a plain file name is needed (no '/', not empty, not starting with '.')"
-    longest = len(f".{v}.build.yaml.tmp".encode())  # the longest file name made from it
-    if longest > NAME_MAX:
-        return f"{flag}: {len(v)} characters is too long (file names made from it must fit in {NAME_MAX} bytes)"
-    return None
-
-
-NAME_MAX = 255  # bytes in a file name (Linux, macOS)
-
-
 def _directory(v, flag):
     return f"{flag} '': an output directory is needed (use . for the current one)" if not v else None
 
@@ -111,7 +100,7 @@ class BuildConfig:
     seed: int | None = option(None, kind=int, help="permutation seed (default: the profile's, 42)",
                               check=_range(0, too_low="must be a non-negative integer"))
     out: str = option(".", help="output directory (default: .)", check=_directory)
-    name: str | None = option(None, help="output name (default: the profile's build name)", check=_plain_name)
+    name: str | None = option(None, help="output name (default: the profile's build name)", check=plain_name_problem)
     workers: int | None = option(None, kind=int, check=_range(0, MAX_WORKERS, "must be at least 1"),  # 0: all cores
                                  help="encoding processes (default or 0: all cores); output is identical for any value")
     overwrite: bool = option(False, kind=bool, help="replace existing outputs")

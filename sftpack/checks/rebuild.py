@@ -40,6 +40,8 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
                 "pass --source PATH (the same file) to rebuild them"
             )
     revision = dataset.get("revision") if source == "hub" and dataset.get("revision") else None
+    if keep:
+        _check_keep(Path(keep), declared["name"])
     with tempfile.TemporaryDirectory(prefix="sftpack-verify-") as tmp:
         out = Path(keep) if keep else Path(tmp)
         build(BuildConfig(
@@ -54,3 +56,12 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
     checks.insert(0, Check("rebuilt from", f"model {model}", f"--source {source}" + (f" --tokenizer {tokenizer}" if tokenizer else ""), None,
                            f"rows written to {keep}" if keep else "in a temporary directory, removed afterwards"))
     return checks
+
+
+def _check_keep(keep: Path, name: str) -> None:
+    """``--keep DIR`` never replaces files: refuse a directory that already holds the rows' files (verify has no
+    --overwrite to give)."""
+    held = [f for f in (f"{name}.parquet", f"{name}.build.yaml") if (keep / f).exists()]
+    if held:
+        raise UsageError(f"--keep {keep}: already holds {', '.join(held)}; verify --rebuild never replaces files: "
+                         "give a new or empty directory, or remove them")

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from sftpack.base.errors import UsageError
+from sftpack.base.names import plain_name_problem
 from sftpack.base.refs import resolve
 from sftpack.families.family import TemplateOption
 from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_names
@@ -87,6 +88,8 @@ TOKENIZER_KEYS = {
     "eos_token": Key(str, "the EOS token placed between conversations", nonempty=True),
     "pins": Key(dict, "{file: sha256} of the hub files", default={}, values=str),
     "offline": Key(str, "a vocabulary available without the hub", default=None, choices=offline_tokenizer_names),
+    # what refuses another model's tokenizer for a profile without pins: its EOS and turn markers
+    "ids": Key(dict, "{special token: id} the model's tokenizer has", default={}, values=int),
 }
 
 PROFILE_KEYS = {
@@ -123,6 +126,7 @@ class Profile:
     published: dict
     path: Path
     template_options: dict = field(default_factory=dict)  # bound to the native renderer; shown in the build record
+    token_ids: dict = field(default_factory=dict)  # special token -> id that the model's tokenizer has
 
     @property
     def rule(self) -> MaskRule:
@@ -201,6 +205,9 @@ def load_profile(model: str) -> Profile:
         raise UsageError(f"model must be a profile name (a string), not {type(model).__name__}")
     path = _profile_path(model)
     data = check(read_yaml(path), PROFILE_KEYS, path)
+    problem = plain_name_problem(data["build_name"], f"{path}: key 'build_name'")  # it names the files, as --name
+    if problem:
+        raise UsageError(problem)
     tok, seen = data["tokenizer"], [path.stem]
     while isinstance(tok, str):  # "the same tokenizer as profile X", stated once in X
         if tok in seen:
@@ -238,6 +245,7 @@ def load_profile(model: str) -> Profile:
         published=dict(data["published"]),
         path=path,
         template_options=options,
+        token_ids=dict(tok["ids"]),
     )
 
 

@@ -96,5 +96,6 @@ def check(data, keys: dict[str, Key], path, prefix: str = "") -> dict:
 
 def read_yaml(path: Path):
     """A profile or rule file, parsed with the limits of :mod:`sftpack.base.safe_yaml` (``--model PATH.yaml`` can be
-    any file a user is handed: a billion-laughs or 10,000-deep one is refused in one line, not expanded)."""
-    return safe_yaml.load_file(path)
+    any file a user is handed: a billion-laughs or 10,000-deep one is refused in one line, not expanded); a key
+    given twice is refused too."""
+    return safe_yaml.load_file(path, loader=safe_yaml.UniqueKeyLoader)

@@ -36,6 +36,7 @@ class TokenizerProfile(Protocol):
     tokenizer_format: str
     offline: OfflineTokenizer | None  # the vocabulary to use without the hub
     informational_files: tuple[str, ...]  # recorded and pin-checked, never run, never a reason to refuse the hub's files
+    token_ids: dict[str, int]
 
 
 _warned: set[str] = set()
@@ -55,6 +56,7 @@ def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow
     """The tokenizer for ``profile``; ``tokenizer`` is a local HF directory or a tokenizer.json."""
     if tokenizer:
         vocab = _load_local(profile, Path(tokenizer))
+        check_token_ids(profile, vocab, f"--tokenizer {tokenizer}")
         mismatched = [f for f, state in vocab.info.pins.items() if state != "match"]
         if mismatched:
             warn_once(
@@ -75,6 +77,26 @@ def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow
         f"cannot reach the Hugging Face hub to fetch the {profile.model} tokenizer and no offline copy exists: "
         "pass --tokenizer DIR (a local tokenizer directory)"
     )
+
+
+def check_token_ids(profile: TokenizerProfile, vocab: Vocab, where: str) -> None:
+    """Refuse another model's tokenizer for a profile without pins (a pinned profile's files are proven by their
+    sha256, or warned about and recorded as not matching): the special-token ids the profile states (its EOS and
+    turn markers) must be this tokenizer's. A profile stating none cannot tell, which is said once and written into
+    the record's tokenizer line."""
+    if profile.pins:
+        return
+    if not profile.token_ids:
+        note = f"not checked to be {profile.model}'s tokenizer: the profile states no token ids (tokenizer.ids)"
+        warn_once(f"{where}: {note}")
+        vocab.info.description += f"; {note}"
+        return
+    wrong = [f"{token} is {'id ' + str(vocab.special_tokens[token]) if token in vocab.special_tokens else 'no special token'}"
+             f" (not {expected})" for token, expected in profile.token_ids.items()
+             if vocab.special_tokens.get(token) != expected]
+    if wrong:
+        raise UsageError(f"{where}: not {profile.model}'s tokenizer: {'; '.join(wrong)} (the ids of its profile's "
+                         "tokenizer.ids)")
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -222,4 +244,5 @@ def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
             f"{f}: expected sha256 {profile.pins[f]}, got {vocab.info.files.get(f, 'no file')}" for f in bad
         )
         raise UsageError(f"{profile.hub_repo}@{revision}: files do not match the pins ({detail}); --allow-unpinned to build anyway")
+    check_token_ids(profile, vocab, f"{profile.hub_repo}@{revision or 'main'}")
     return vocab

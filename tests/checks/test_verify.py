@@ -372,5 +372,5 @@ def test_rebuild_keep_never_overwrites_the_rows_being_verified(built, tmp_path, 
     shutil.copytree(parquet.parent, copy)
     before = {p.name: p.read_bytes() for p in copy.iterdir() if not p.name.startswith(".")}
     code, _, err = run(capsys, "verify", str(copy / record.name), "--rebuild", "--keep", str(copy), "--source", str(source))
-    assert code == 2 and "--overwrite" in err
+    assert code == 2 and f"--keep {copy}" in err and "--overwrite" not in err  # verify has no --overwrite
     assert {p.name: p.read_bytes() for p in copy.iterdir() if not p.name.startswith(".")} == before
