@@ -148,10 +148,13 @@ class RowsReader:
     def checked_group(self, group: int) -> tuple[np.ndarray, np.ndarray]:
         """``read_group(group)``; :class:`NotSftpackRows` naming the first row whose loss mask is not 0/1."""
         tokens, mask = self.read_group(group)
+        self._refuse_masks(mask, group)
+        return tokens, mask
+
+    def _refuse_masks(self, mask: np.ndarray, group: int) -> None:
         problem = mask_problem(mask, int(self.group_bounds[group]))
         if problem:
             raise NotSftpackRows(f"{self.path}: {problem}")
-        return tokens, mask
 
     def checked_provenance(self, group: int) -> list[tuple]:
         """``read_provenance_group(group)``; :class:`NotSftpackRows` naming the first row whose provenance does
@@ -167,8 +170,12 @@ class RowsReader:
         """Every row's loss mask checked (once per reader): one row read is refused as the whole file is."""
         if not self._masks_checked:
             for g in range(len(self.group_bounds) - 1):
-                self.checked_group(g)
+                self._refuse_masks(self.read_masks(g), g)
             self._masks_checked = True
+
+    def read_masks(self, group: int) -> np.ndarray:
+        """The loss masks of one group; a format that can decode them without the tokens says so here."""
+        return self.read_group(group)[1]
 
     @property
     def num_rows(self) -> int:

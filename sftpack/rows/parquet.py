@@ -136,6 +136,10 @@ class ParquetRows(RowsReader):
         return (_binary_matrix(table.column("tokens"), 4 * self.row_tokens, "<i4", "tokens"),
                 _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask"))
 
+    def read_masks(self, group: int) -> np.ndarray:
+        table = self._pf().read_row_group(group, columns=["loss_mask"], use_threads=False)
+        return _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask")
+
     def read_provenance_group(self, group: int) -> list[tuple]:
         if not self.has_provenance:  # files written before provenance existed
             missing = [c for c in PROVENANCE_COLUMNS if c not in self.file.schema_arrow.names]
