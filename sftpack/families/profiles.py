@@ -18,7 +18,7 @@ from sftpack.base.errors import UsageError
 from sftpack.base.names import plain_name_problem
 from sftpack.base.refs import resolve
 from sftpack.families.family import TemplateOption
-from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_names
+from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_names, offline_tokenizers
 from sftpack.tokenizers.registry import OfflineTokenizer
 from sftpack.families.schema import Key, check, read_yaml
 
@@ -142,8 +142,8 @@ class Profile:
 
     @property
     def offline(self) -> OfflineTokenizer | None:
-        """The vocabulary to use without the hub: the family's entry named by ``tokenizer.offline``."""
-        return None if self.offline_tokenizer is None else self.family.offline[self.offline_tokenizer]
+        """The vocabulary to use without the hub: the one a family declares under the name ``tokenizer.offline``."""
+        return None if self.offline_tokenizer is None else offline_tokenizers()[self.offline_tokenizer]
 
     @property
     def informational_files(self) -> tuple[str, ...]:
@@ -222,9 +222,6 @@ def load_profile(model: str) -> Profile:
     if data["loss_mask"] is None:
         data["loss_mask"] = data["template"]
     family = get_family(data["template"])
-    if tok["offline"] is not None and tok["offline"] not in family.offline:
-        raise UsageError(f"{path}: key 'tokenizer.offline': {tok['offline']!r} is not a vocabulary of the "
-                         f"{data['template']} family (allowed: {', '.join(sorted(family.offline)) or 'none'})")
     rule = _rule_path(data["loss_mask"], path.parent.parent / "masks")
     if rule is None:
         raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "

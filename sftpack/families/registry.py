@@ -17,7 +17,7 @@ from sftpack.base.refs import lookup
 from sftpack.families import deepseek_v4, gemma4, glm, gpt_oss, kimi, minimax, nemotron, qwen3, qwen3_5
 from sftpack.families.family import Family
 from sftpack.families.render import Renderer
-from sftpack.tokenizers.registry import get_tokenizer_format
+from sftpack.tokenizers.registry import OfflineTokenizer, get_tokenizer_format
 
 FAMILIES: dict[str, Family] = {
     "qwen3_5": qwen3_5.FAMILY,
@@ -45,9 +45,14 @@ def register_family(name: str, family: Family) -> None:
     FAMILIES[name] = family
 
 
+def offline_tokenizers() -> dict[str, OfflineTokenizer]:
+    """Every offline vocabulary some family declares, by name: what a profile's ``tokenizer.offline`` may name (a
+    model of another template may share a family's vocabulary)."""
+    return {name: offline for family in FAMILIES.values() for name, offline in family.offline.items()}
+
+
 def offline_tokenizer_names() -> list[str]:
-    """Every offline vocabulary some family declares (what a profile's ``tokenizer.offline`` may name)."""
-    return sorted({name for family in FAMILIES.values() for name in family.offline})
+    return sorted(offline_tokenizers())
 
 
 def get_renderer(family: str) -> Renderer:
