@@ -65,6 +65,20 @@ def test_fifo_source_is_refused_without_a_hang(name, tmp_path):
     one_error_line(done.stderr, f"--source {fifo}", "not a regular file")
 
 
+def test_fifo_among_parquet_shards_is_refused(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    rows = [json.loads(line) for line in _lines()]
+    pq.write_table(pa.Table.from_pylist(rows), shards / "part-0.parquet")
+    os.mkfifo(shards / "part-1.parquet")  # never opened: no writer is needed
+    rc, _, err = _build(capsys, shards, tmp_path / "out")
+    assert rc == 2
+    one_error_line(err, f"--source {shards / 'part-1.parquet'}", "not a regular file (a FIFO)")
+
+
 def test_device_and_socket_sources_are_refused(tmp_path, capsys):
     sock_path = tmp_path / "s.jsonl"
     server = socket.socket(socket.AF_UNIX)

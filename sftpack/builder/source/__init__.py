@@ -58,6 +58,8 @@ def open_source(spec: str = "hub", *, revision: str = TULU_REVISION) -> Source:
             shards = sorted(p for p in path.glob("*.parquet") if not p.name.startswith((".", "_")))
             if not shards:
                 raise UsageError(f"--source {spec}: the directory holds no .parquet files")
+            for shard in shards:  # a FIFO among the shards would hang the reader as one given alone would
+                _check_plain_file(shard, str(shard))
             return open_parquet(shards, info)
         suffix = path.suffix.lower()
         if suffix == ".parquet":
