@@ -71,6 +71,7 @@ def convert_rows(source, to: str, out_dir, overwrite: bool = False) -> Converted
         if record is not None and record.rows_sha256 != sink.rows_sha256:
             record = None  # it describes other rows
         if record is not None:
-            record = dataclasses.replace(record, parquet_sha256=sha256, parquet_bytes=size)
+            record = dataclasses.replace(record, parquet_sha256=sha256, parquet_bytes=size,
+                                         rows_format=None if to == "parquet" else to)
         files.commit(record)
         return Converted(files.parquet, files.record if record else None, sink.rows, sink.rows_sha256)

@@ -104,6 +104,8 @@ class Counts(_Section):
 class BuildRecord(_Section, Mapping):
     """``OUT/NAME.build.yaml``. A read-only mapping too (``record["counts"]["skipped"]``), as the dict it was."""
 
+    OPTIONAL = ("rows_format",)  # absent for parquet: a parquet build's record stays as it was
+
     name: str
     tokenizer: str
     loss_mask: str
@@ -115,6 +117,7 @@ class BuildRecord(_Section, Mapping):
     supervised_token_ratio: float
     parquet_sha256: str
     parquet_bytes: int
+    rows_format: str | None  # the rows file's format when it is not parquet (the file the two figures above are of)
     builder: str
     rows_sha256: str
     model: str
@@ -138,7 +141,7 @@ class BuildRecord(_Section, Mapping):
         return iter(self.to_dict())
 
     def __len__(self) -> int:
-        return len(fields(self))
+        return len(self.to_dict())
 
     def to_yaml(self) -> str:
         return yaml.dump(self.to_dict(), Dumper=_RecordDumper, sort_keys=False, allow_unicode=True, width=120)
@@ -185,7 +188,7 @@ def read_record_beside(parquet) -> BuildRecord | None:
 
 def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_tokens: int, seed: int,
                 rows_sha256: str, supervised: int, stats: BuildStats, parquet: tuple[str, int],
-                every_row: bool = False) -> BuildRecord:
+                every_row: bool = False, rows_format: str = "parquet") -> BuildRecord:
     """The record of a finished build: what it was asked (``name``, ``rows``, ...), what it used (``profile``,
     ``vocab``, ``encoder``, ``source``), what it wrote (``rows_sha256``, ``supervised`` tokens, ``parquet`` =
     (sha256, bytes)) and ``stats``. ``every_row``: ``--rows all`` (``rows`` is then the rows the source gave)."""
@@ -205,6 +208,7 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
         name=name, tokenizer=f"{info.description} ({files})", loss_mask=profile.loss_mask, rows=rows,
         row_tokens=row_tokens, padding_tokens=0, seed=seed, packing=packing,
         supervised_token_ratio=Ratio(round(supervised / total, 6)), parquet_sha256=parquet[0], parquet_bytes=parquet[1],
+        rows_format=None if rows_format == "parquet" else rows_format,
         builder=f"sftpack {sftpack_version()} (sftpack build --model {profile.model})", rows_sha256=rows_sha256,
         model=profile.model,
         dataset=DatasetInfo(name="Tulu 3 SFT mixture" if hub else source.info.dataset,

@@ -125,6 +125,7 @@ def _record_declaration(path: Path, data: dict) -> _Declaration:
         "tokenizer_source": record.tokenizer_source,
         "tokenizer_files": record.tokenizer_files,
         "supervised_tokens": record.counts.supervised_tokens,
+        "rows_format": record.rows_format,
     }
     source = record.dataset.to_dict() if isinstance(data.get("dataset"), dict) else {}
     return _Declaration("build record", {k: getattr(record, k) for k in FIGURES}, {k: k for k in FIGURES}, source, extra)

@@ -9,6 +9,7 @@ from pathlib import Path
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
 from sftpack.checks.verify import Check, rows_mismatch, verify_rows
+from sftpack.rows.formats import get_row_format
 
 
 def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | None = None,
@@ -40,28 +41,32 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
                 "pass --source PATH (the same file) to rebuild them"
             )
     revision = dataset.get("revision") if source == "hub" and dataset.get("revision") else None
+    rows_format = declared.get("rows_format") or "parquet"  # rebuilt in the format the declared file is in
+    suffix = get_row_format(rows_format).suffix
     if keep:
-        _check_keep(Path(keep), declared["name"])
+        _check_keep(Path(keep), declared["name"], suffix)
     with tempfile.TemporaryDirectory(prefix="sftpack-verify-") as tmp:
         out = Path(keep) if keep else Path(tmp)
-        build(BuildConfig(
+        config = BuildConfig(
             model=model, source=source, tokenizer=tokenizer, rows=declared["rows"], row_tokens=declared["row_tokens"],
             seed=declared["seed"], out=str(out), name=declared["name"], workers=workers, overwrite=False,
             dataset_revision=revision, progress=sys.stderr.isatty() if progress is None else progress,
-        ))
+            format=rows_format)
+        build(config)
         interrupts.reset()  # the rebuild is done; a Ctrl-C from here interrupts the checking
-        checks = verify_rows(declared, out / f"{declared['name']}.parquet")
+        rows_file = out / f"{declared['name']}{suffix}"
+        checks = verify_rows(declared, rows_file)
         if on_mismatch is not None and rows_mismatch(checks):
-            on_mismatch(out / f"{declared['name']}.parquet", checks)
+            on_mismatch(rows_file, checks)
     checks.insert(0, Check("rebuilt from", f"model {model}", f"--source {source}" + (f" --tokenizer {tokenizer}" if tokenizer else ""), None,
                            f"rows written to {keep}" if keep else "in a temporary directory, removed afterwards"))
     return checks
 
 
-def _check_keep(keep: Path, name: str) -> None:
+def _check_keep(keep: Path, name: str, suffix: str) -> None:
     """``--keep DIR`` never replaces files: refuse a directory that already holds the rows' files (verify has no
     --overwrite to give)."""
-    held = [f for f in (f"{name}.parquet", f"{name}.build.yaml") if (keep / f).exists()]
+    held = [f for f in (f"{name}{suffix}", f"{name}.build.yaml") if (keep / f).exists()]
     if held:
         raise UsageError(f"--keep {keep}: already holds {', '.join(held)}; verify --rebuild never replaces files: "
                          "give a new or empty directory, or remove them")

@@ -27,7 +27,7 @@ from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.builder.record import record_path_beside
 from sftpack.checks.declared import HEX64, DeclaredFloat, load_declared
-from sftpack.rows.formats import format_of_path, open_rows_file
+from sftpack.rows.formats import is_of_format, open_rows_file
 
 PARQUET_FIELDS = ("parquet_sha256", "parquet_bytes")
 
@@ -103,7 +103,7 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
     add("rows_sha256", figures["rows_sha256"], note="tokens + loss masks of every row, in order")
     add("parquet_sha256", sha, note="the file's bytes")
     add("parquet_bytes", size)
-    if format_of_path(parquet).suffix != ".parquet":  # another rows format: the declared file may be the parquet one
+    if not is_of_format(parquet, declared.get("rows_format")):  # the declared file is another format's (a recipe's)
         for check in checks:
             if check.field in PARQUET_FIELDS and check.ok is False:
                 check.ok, check.note = None, "not compared: the declared file is another rows format's"

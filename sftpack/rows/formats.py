@@ -55,6 +55,12 @@ def format_of_path(path) -> RowFormat:
     return max(matching, key=lambda fmt: len(fmt.suffix)) if matching else ROW_FORMATS["parquet"]
 
 
+def is_of_format(path, name) -> bool:
+    """Whether the file ``path`` names is in rows format ``name`` (None: parquet, sftpack's own)."""
+    fmt = ROW_FORMATS.get(name or "parquet") if name is None or isinstance(name, str) else None
+    return fmt is not None and format_of_path(path) is fmt
+
+
 def open_rows_file(path) -> "RowsReader":
     """The reader of a rows file, by its suffix; it has checked the file and its format version."""
     path = Path(path)

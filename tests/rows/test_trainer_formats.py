@@ -40,8 +40,14 @@ def test_a_build_in_the_format_holds_the_parquet_rows(fmt, parquet_build, tmp_pa
 
     assert main(["hash", str(path)]) == 0
     assert capsys.readouterr().out.split()[0] == sftpack.rows.hash_rows(parquet)["rows_sha256"]
+    # the record names the file's format, so its parquet_sha256 is compared; --rebuild builds in that format
+    assert f"\nrows_format: {fmt}\n" in record.read_text() and "rows_format" not in parquet_record.read_text()
     assert main(["verify", str(record), "--rows", str(path)]) == 0
-    assert "VERIFIED" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "VERIFIED" in out and "not compared" not in out
+    assert main(["verify", str(record), "--rebuild", "--source", str(tmp_path / "convs.jsonl"), "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "VERIFIED" in out and "not compared" not in out
     assert main(["inspect", str(path), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == len(tokens) and summary["supervised_tokens"] == int(mask.sum())
