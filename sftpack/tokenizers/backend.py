@@ -1,0 +1,200 @@
+"""Which engine turns text into token ids: quicktok where it provably gives tiktoken's tokens, tiktoken elsewhere.
+
+quicktok (the optional package ``quicktok-v1``) is an exact C++ byte-level BPE with tiktoken's semantics, about
+three times faster on one thread, and it releases the GIL while it encodes a batch. It is used only where its
+tokens are tiktoken's by construction:
+
+- it is given the tiktoken encoding's own ranks and special tokens (never a vocabulary of its own);
+- the encoding's pre-tokenizer regex is, character for character, one quicktok compiles by hand: Qwen2/Qwen3's
+  or o200k's (gpt-oss). Qwen3.5's regex is Qwen2's with ``\\p{M}`` added beside ``\\p{L}``, so on a text without
+  combining marks the two split identically: Qwen3.5 uses quicktok's Qwen scanner for such texts only;
+- per text: no character that this Python's Unicode database calls unassigned (quicktok's character classes
+  come from a newer Unicode than tiktoken's regex engine, and the two disagree exactly on characters assigned
+  since), and no lone surrogate;
+- special tokens are found here as tiktoken finds them (the leftmost match; no special token is a prefix of
+  another, else quicktok is not used) and only the text between them goes to quicktok, as ordinary text.
+
+Everything else, and everything when ``quicktok-v1`` is missing, broken or not wanted (``backend="tiktoken"``),
+goes to tiktoken. Both give the same tokens, so the rows never depend on the backend; the build record counts
+the conversations each one encoded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import tempfile
+import unicodedata
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+
+BACKENDS = ("auto", "tiktoken")  # auto: quicktok where it is exact, tiktoken elsewhere
+TIKTOKEN = "tiktoken"
+
+# The pre-tokenizer regexes quicktok implements (its own table, quicktok._import_core.KNOWN_PATTERNS, holds the
+# same strings) -> (quicktok scanner, whether texts with combining marks must go to tiktoken).
+QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"""
+                 r"""\s*[\r\n]+|\s+(?!\S)|\s+""")
+QWEN3_5_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+"""
+                   r"""[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+O200K_PATTERN = "|".join([
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+    r"""\p{N}{1,3}""", r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""", r"""\s*[\r\n]+""", r"""\s+(?!\S)""", r"""\s+""",
+])
+SCANNERS = {QWEN2_PATTERN: ("qwen", False), QWEN3_5_PATTERN: ("qwen", True), O200K_PATTERN: ("o200k", False)}
+MAX_ID = 1 << 18  # quicktok's token ids are 18 bits
+MAX_SPECIALS, MAX_SPECIAL_BYTES = 4096, 64  # its loader's limits
+
+log = logging.getLogger("sftpack")
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def tiktoken_name() -> str:
+    return f"tiktoken {_package_version('tiktoken')}"
+
+
+class QuicktokEncoding:
+    """quicktok over a tiktoken encoding's ranks and special tokens; :meth:`exact` says which texts it may encode.
+
+    ``encode_to_numpy(text)`` equals tiktoken's ``encode_to_numpy(text, allowed_special=<all>)`` and
+    ``encode_ordinary(text)`` tiktoken's ``encode_ordinary(text)`` for every text :meth:`exact` accepts."""
+
+    def __init__(self, tokenizer, special_tokens: dict[str, int], unsafe: np.ndarray):
+        self.tokenizer = tokenizer
+        self.special_tokens = special_tokens
+        self.unsafe = unsafe  # per code point: True where a text holding it must go to tiktoken
+        self.name = f"quicktok-v1 {_package_version('quicktok-v1')}"
+        ordered = sorted(special_tokens, key=len, reverse=True)
+        self._special_re = re.compile("(" + "|".join(map(re.escape, ordered)) + ")") if ordered else None
+
+    def exact(self, texts: list[str]) -> np.ndarray:
+        """Per text, whether quicktok's tokens are tiktoken's (no character that must go to tiktoken)."""
+        ok = np.ones(len(texts), dtype=bool)
+        joined = "".join(texts)
+        if joined.isascii():
+            return ok
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        bad = np.flatnonzero(self.unsafe[points])
+        if len(bad):
+            ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+            ok[np.unique(np.searchsorted(ends, bad, side="right"))] = False
+        return ok
+
+    def encode_to_numpy(self, text: str) -> np.ndarray:
+        """Token ids (int32) of ``text``, special-token text becoming the special token."""
+        if self._special_re is None:
+            pieces, specials = [text], []
+        else:
+            parts = self._special_re.split(text)
+            pieces, specials = parts[0::2], parts[1::2]
+        # one call for all the ordinary text between special tokens; it releases the GIL while it encodes
+        tokens, offsets = self.tokenizer.encode_batch(pieces, 1, False)
+        if specials:
+            ids = np.fromiter(map(self.special_tokens.__getitem__, specials), dtype=np.uint32, count=len(specials))
+            tokens = np.insert(tokens, offsets[1:-1], ids)
+        return tokens.view(np.int32)
+
+    def encode(self, text: str) -> list[int]:
+        return self.encode_to_numpy(text).tolist()
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Token ids of ``text``, special-token text encoded as ordinary text."""
+        return self.tokenizer.encode_batch([text], 1, False)[0].tolist()
+
+
+def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:
+    """The quicktok engine for a tiktoken ``encoding``, or None: tiktoken encodes everything (``backend`` is
+    ``"tiktoken"``, the encoding is not one quicktok implements, or the package is missing or broken, which is
+    warned about once)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown tokenizer backend {backend!r}; known: {', '.join(BACKENDS)}")
+    scanner = SCANNERS.get(encoding._pat_str)
+    if backend == TIKTOKEN or scanner is None or not _expressible(encoding):
+        return None
+    try:
+        import quicktok  # noqa: F401
+    except ImportError:
+        _warn_once("quicktok-v1 is not installed: tokenizing with tiktoken only (the same tokens, about 3x slower); "
+                   "pip install quicktok-v1")
+        return None
+    try:
+        fast = QuicktokEncoding(_load(encoding, scanner[0]), dict(encoding._special_tokens), unsafe_table(scanner[1]))
+        broken = _self_check(fast, encoding)
+    except Exception as e:  # a broken install: a missing data file, an incompatible build
+        broken = f"{type(e).__name__}: {str(e)[:200]}"
+    if broken:
+        _warn_once(f"quicktok-v1 cannot be used ({broken}): tokenizing with tiktoken only (the same tokens, slower)")
+        return None
+    return fast
+
+
+def _expressible(encoding) -> bool:
+    specials = encoding._special_tokens
+    if max([*specials.values(), encoding.max_token_value]) >= MAX_ID or len(specials) > MAX_SPECIALS:
+        return False
+    if any(not 0 < len(token.encode()) <= MAX_SPECIAL_BYTES for token in specials):
+        return False
+    # with no special token a prefix of another, the leftmost match is the same whatever order an engine tries
+    # them in (tiktoken's order is a hash map's)
+    ordered = sorted(specials)
+    return not any(b.startswith(a) for a, b in zip(ordered, ordered[1:]))
+
+
+def _load(encoding, scanner: str):
+    """quicktok's files written from the encoding's own ranks and special tokens, loaded, then removed."""
+    import quicktok
+    from quicktok import _import_core
+
+    directory = tempfile.mkdtemp(prefix="sftpack-quicktok-")
+    try:
+        name = "sftpack"
+        _import_core.write_files(directory, name, encoding._mergeable_ranks, encoding._special_tokens, scanner, False)
+        _import_core.ensure_tables(directory, os.path.join(os.path.dirname(quicktok.__file__), "data"), scanner, False)
+        return quicktok.Tokenizer(name, directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+_PROBE = ("<|im_start|>user\nHello, world! It's 2024: \u00e9t\u00e9 \u2192 \u6771\u4eac 12345 \U0001f600"
+          "   \t\n\n def f(x):\n\treturn x**2 <|im_end|>\n")
+
+
+def _self_check(fast: QuicktokEncoding, encoding) -> str | None:
+    """Why this quicktok build cannot be trusted, or None (a wrongly built or mismatched install shows here)."""
+    if fast.tokenizer.n_vocab != encoding.n_vocab:
+        return f"{fast.tokenizer.n_vocab} token ids, tiktoken {encoding.n_vocab}"
+    expected = encoding.encode(_PROBE, allowed_special="all")
+    if fast.encode(_PROBE) != expected:
+        return "its tokens differ from tiktoken's on a probe text"
+    return None
+
+
+@lru_cache(maxsize=2)
+def unsafe_table(marks: bool) -> np.ndarray:
+    """Per code point, True where a text holding it goes to tiktoken: unassigned in this Python's Unicode
+    database (``Cn``; the engines' Unicode versions differ there), a surrogate (``Cs``) and, with ``marks``, a
+    combining mark (``Mn``, ``Mc``, ``Me``)."""
+    unsafe_categories = {"Cn", "Cs"} | ({"Mn", "Mc", "Me"} if marks else set())
+    table = np.ones(0x110000, dtype=bool)  # planes 4-13 stay unsafe: unassigned in every Unicode so far
+    category = unicodedata.category
+    for first, last in ((0, 0x40000), (0xE0000, 0x110000)):
+        table[first:last] = [category(chr(c)) in unsafe_categories for c in range(first, last)]
+    return table

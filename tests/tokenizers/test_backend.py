@@ -1,0 +1,226 @@
+"""quicktok against tiktoken, token for token, for every family with an offline vocabulary: the bundled sample,
+generated adversarial text (every Unicode code point, marks, long runs, special-token text) and the official
+templates' renders. tiktoken is the reference; quicktok must give its tokens on every text the backend routes to
+it, and the routing must send the rest to tiktoken."""
+
+from __future__ import annotations
+
+import logging
+import random
+import sys
+import unicodedata
+
+import numpy as np
+import pytest
+
+from sftpack.tokenizers import backend
+from sftpack.tokenizers.backend import quicktok_for, unsafe_table
+
+pytest.importorskip("quicktok")
+
+# family -> (a model of it, the offline loader's module:function)
+FAMILIES = {
+    "qwen3_5": "Qwen3.5-122B-A10B",
+    "qwen3": "Qwen3-30B-A3B",
+    "gpt_oss": "gpt-oss-20b",
+}
+MARKS = {"qwen3_5"}  # families whose regex quicktok implements only on texts without combining marks
+CHUNK = 128
+
+
+@pytest.fixture(scope="module")
+def engines(request, o200k_caches):
+    """family -> (vocabulary, its tiktoken encoding, its quicktok engine)."""
+    from sftpack.vocab_loading import load_vocab
+    from sftpack.profiles import load_profile
+
+    loaded = {}
+    for family, model in FAMILIES.items():
+        vocab = load_vocab(load_profile(model), hub=False)
+        loaded[family] = (vocab, vocab.enc, quicktok_for(vocab.enc))
+    return loaded
+
+
+def agree(enc, fast, texts: list[str]) -> list[str]:
+    """The texts quicktok accepts whose tokens differ from tiktoken's (empty: they agree)."""
+    allowed = frozenset(enc._special_tokens)
+    ok = fast.exact(texts)
+    return [t for t, accepted in zip(texts, ok) if accepted
+            and fast.encode_to_numpy(t).tolist() != enc.encode(t, allowed_special=allowed)]
+
+
+def test_quicktok_is_used_for_the_families_whose_regex_it_implements(engines):
+    from sftpack.offline_deepseek import load_offline_deepseek
+
+    for family, (vocab, enc, fast) in engines.items():
+        assert fast is not None, family
+    deepseek = load_offline_deepseek()
+    assert getattr(deepseek, "enc", None) is None or quicktok_for(deepseek.enc) is None  # a regex it lacks
+    assert quicktok_for(engines["qwen3"][1], "tiktoken") is None  # forced
+
+
+def _sample_texts(family: str, vocab) -> list[str]:
+    from sftpack.conversation import Skip
+    from sftpack.encode import make_encoder
+    from sftpack.profiles import load_profile
+    from sftpack.source import open_source
+
+    encoder = make_encoder(load_profile(FAMILIES[family]), vocab)
+    texts = []
+    for item in open_source("sample").take(np.arange(len(open_source("sample")))):
+        try:
+            texts.append(encoder.render_text(item[1]))
+        except (Skip, Exception):
+            continue
+    return texts
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_bundled_sample_token_for_token(engines, family):
+    vocab, enc, fast = engines[family]
+    texts = _sample_texts(family, vocab)
+    assert len(texts) > 100
+    assert agree(enc, fast, texts) == []
+    accepted = fast.exact(texts)
+    assert accepted.mean() > 0.9, f"quicktok took only {accepted.mean():.0%} of the sample"
+    # the batch form the build uses: one call on CHUNK joined conversations
+    allowed = frozenset(enc._special_tokens)
+    for start in range(0, len(texts), CHUNK):
+        chunk = [t for t, ok in zip(texts[start : start + CHUNK], accepted[start : start + CHUNK]) if ok]
+        joined = "".join(chunk)
+        assert fast.encode_to_numpy(joined).tolist() == enc.encode(joined, allowed_special=allowed)
+
+
+def _snippets(points) -> str:
+    # each code point beside letters, digits, spaces, newlines, apostrophes and case changes: the contexts in
+    # which a pre-tokenizer's character classes decide where a piece ends
+    return "".join(f"a{c}1{c} {c}{c}\n'{c}A{c}b{c}\t{c}x " for c in map(chr, points))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_code_point_quicktok_accepts_gives_tiktokens_tokens(engines, family):
+    vocab, enc, fast = engines[family]
+    unsafe = unsafe_table(family in MARKS)
+    points = np.flatnonzero(~unsafe)
+    assert len(points) > 250_000  # every assigned character of the BMP and beyond
+    blocks = [_snippets(points[i : i + 2048]) for i in range(0, len(points), 2048)]
+    assert fast.exact(blocks).all()
+    assert agree(enc, fast, blocks) == []
+
+
+def test_routing_sends_unassigned_surrogates_and_qwen35_marks_to_tiktoken(engines):
+    qwen35, qwen3 = engines["qwen3_5"][2], engines["qwen3"][2]
+    unassigned = next(chr(c) for c in range(0x0378, 0x10000) if unicodedata.category(chr(c)) == "Cn")
+    texts = ["plain ascii", "caf\u00e9", "cafe\u0301", f"x{unassigned}y", "a\ud800b", "\U000e0001", "\U00050000"]
+    assert qwen35.exact(texts).tolist() == [True, True, False, False, False, True, False]
+    assert qwen3.exact(texts).tolist() == [True, True, True, False, False, True, False]
+    # per text, in a batch: one text with a mark does not send its neighbours to tiktoken
+    assert qwen35.exact(["ok", "e\u0301", "ok \u00e9"]).tolist() == [True, False, True]
+
+
+def _generated(special_tokens: list[str], seed: int) -> list[str]:
+    """Seeded texts of everything at once: all Unicode categories, marks, long runs, special-token text."""
+    rng = random.Random(seed)
+    safe_points = np.flatnonzero(~unsafe_table(True))
+    pieces = [" ", "  ", "\n", "\r\n", "\t", "'s", "'S", "'\u017f", "'ll", "'VE", "123456", "3.14", "x", "Hello",
+              "\u00e9t\u00e9", "\u6771\u4eac", "\U0001f600\u200d\U0001f525", "\ufeff", "\u00a0", "\u2028", "/", "<|", "|>",
+              "<", ">", "|"] + special_tokens[:40]
+    texts = []
+    for _ in range(300):
+        parts = []
+        for _ in range(rng.randrange(1, 60)):
+            kind = rng.random()
+            if kind < 0.4:
+                parts.append(rng.choice(pieces))
+            elif kind < 0.8:
+                parts.append("".join(chr(int(rng.choice(safe_points))) for _ in range(rng.randrange(1, 12))))
+            else:
+                parts.append(rng.choice(pieces) * rng.randrange(1, 400))
+        texts.append("".join(parts))
+    return texts
+
+
+LONG_RUNS = [" " * 10_000, "a" * 50_000, "1" * 1_001, "\n" * 5_000 + " \t" * 3_000, "!" * 20_000,
+             "\u6771" * 20_000, "\U0001f600" * 5_000, "ab " * 20_000 + "\n", " " * 999 + "x" + "\n" * 999,
+             "A" * 1000 + "a" * 1000 + "'S" * 500]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_adversarial_text_token_for_token(engines, family):
+    vocab, enc, fast = engines[family]
+    specials = sorted(enc._special_tokens)
+    texts = _generated(specials, seed=len(family)) + LONG_RUNS
+    around = ["".join(specials), " ".join(specials), "\n".join(specials[:50]) + "\n",
+              "abc" + specials[0] + "def" + specials[-1] + "ghi", specials[0][:-1], specials[0][:-1] + specials[0],
+              specials[0][1:], specials[0] + specials[0][:3]]
+    texts += around
+    assert fast.exact(texts).mean() > 0.95
+    assert agree(enc, fast, texts) == []
+    # ordinary encoding (the NFC path encodes the text between special tokens as ordinary text)
+    assert all(fast.encode_ordinary(t) == enc.encode_ordinary(t) for t, ok in zip(texts, fast.exact(texts)) if ok)
+
+
+TEMPLATE_FILES = {"qwen3_5": "qwen3_5.jinja", "qwen3": "qwen3.jinja", "gpt_oss": "gpt_oss.jinja"}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_official_template_renders_token_for_token(engines, family):
+    from conftest import jinja_render, official_template
+    from sftpack.render.probe import PROBE_CONVERSATIONS
+    from sftpack.source import open_source
+
+    vocab, enc, fast = engines[family]
+    template = official_template(TEMPLATE_FILES[family])
+    conversations = list(PROBE_CONVERSATIONS) + [m for _, m in open_source("sample").take(np.arange(200))]
+    texts = []
+    for messages in conversations:
+        try:
+            texts.append(jinja_render(template, messages))
+        except Exception:  # a template that refuses a conversation (the renderers skip those too)
+            continue
+    assert len(texts) > 100
+    assert agree(enc, fast, texts) == []
+
+
+def test_missing_package_falls_back_to_tiktoken_with_one_warning(engines, monkeypatch, caplog):
+    monkeypatch.setitem(sys.modules, "quicktok", None)  # import quicktok raises ImportError
+    monkeypatch.setattr(backend, "_warned", set())
+    enc = engines["qwen3"][1]
+    with caplog.at_level(logging.WARNING, logger="sftpack"):
+        assert quicktok_for(enc) is None
+        assert quicktok_for(enc) is None
+    warnings = [r for r in caplog.records if "quicktok" in r.getMessage()]
+    assert len(warnings) == 1 and "tiktoken" in warnings[0].getMessage()
+
+
+def test_broken_package_falls_back_to_tiktoken_with_one_warning(engines, monkeypatch, caplog):
+    import quicktok
+
+    class Wrong:  # a build whose tokens are not tiktoken's
+        def __init__(self, *args):
+            self.n_vocab = engines["qwen3"][1].n_vocab
+
+        def encode_batch(self, texts, threads, with_special):
+            return np.zeros(1, dtype=np.uint32), np.array([0] + [1] * len(texts))
+
+    monkeypatch.setattr(backend, "_warned", set())
+    enc = engines["qwen3"][1]
+    with caplog.at_level(logging.WARNING, logger="sftpack"):
+        monkeypatch.setattr(quicktok, "Tokenizer", Wrong)
+        assert quicktok_for(enc) is None
+        monkeypatch.setattr(quicktok, "Tokenizer", lambda *a: (_ for _ in ()).throw(RuntimeError("no data file")))
+        assert quicktok_for(enc) is None
+        assert quicktok_for(enc) is None
+    warnings = [r.getMessage() for r in caplog.records if "quicktok" in r.getMessage()]
+    assert len(warnings) == 2 and "differ" in warnings[0] and "no data file" in warnings[1]
+
+
+def test_special_tokens_that_prefix_each_other_keep_tiktoken():
+    import tiktoken
+
+    ranks = {bytes([b]): b for b in range(256)}
+    enc = tiktoken.Encoding("toy", pat_str=backend.QWEN2_PATTERN, mergeable_ranks=ranks,
+                            special_tokens={"<x>": 256, "<x>y": 257})
+    assert quicktok_for(enc) is None
+    with pytest.raises(ValueError, match="unknown tokenizer backend"):
+        quicktok_for(enc, "fast")
