@@ -1,8 +1,9 @@
-"""Build speed and memory against the tokenizer's own speed, measured in the same run (issues 6 and 17).
+"""Build speed and memory against the tokenizer's own speed, measured in the same run.
 
     python benchmarks/build_bench.py                                   # 939k conversations, --rows all, 1 and all cores
-    python benchmarks/build_bench.py --conversations 200000 --rows 6400 --workers 2
-    python benchmarks/build_bench.py --baseline-rows 6400 --workers 8,16 --reference-sample 0 --json-out r.json
+    python benchmarks/build_bench.py --conversations 200000 --rows 6400 --workers 2 --floor-threads 2
+    python benchmarks/build_bench.py --baseline-rows 6400 --workers 16 --reference-sample 0 --json-out r.json
+    python benchmarks/build_bench.py --model gpt-oss-20b --baseline-rows 6400 --workers 16 --compare-backend
 
 1. Generates (once, cached under ``benchmarks/.cache/``) a synthetic Tulu-schema source as a memory-mapped Arrow
    file: ``tools/synthetic.py``'s conversations (row i depends only on (seed, i)), generated in parallel processes
@@ -11,12 +12,16 @@
    each in a subprocess: wall time, the build's own phase timings (``SFTPACK_TIMINGS``: start-up, the parent's
    wait for results, the writer thread, the workers' read/prepare/tokenize seconds), and each process's peak RSS and
    anonymous memory sampled from ``/proc/PID/status`` (``ru_maxrss`` would also count the pages a fork shares).
-3. Floor: tiktoken ``encode_ordinary_batch`` with 1 thread over exactly the rendered texts the baseline consumed;
+3. Floor: tiktoken ``encode_ordinary_batch`` with ``--floor-threads`` threads (default 1) over exactly the
+   rendered texts the baseline consumed;
    and the CPU's own ceiling: the same texts split over P forked processes of 1 thread each (how far pure
    tokenization scales on this machine, whatever sftpack does).
 4. Optionally the straightforward path on a sample (Jinja ``apply_chat_template`` + ``tokenizers`` offsets + a
    per-character mask), one process (needs ``../shared``; ``--reference-sample 0`` skips it).
-Prints ratios: build / floor at 1 worker, parallel efficiency against 1 worker, memory peaks per process.
+5. ``--compare-backend``: each measured build again with ``--tokenizer-backend tiktoken`` (the same bytes, checked),
+   the baseline measured in the same run for the speed of the default backend.
+Prints ratios: build / floor at 1 worker, parallel efficiency against 1 worker, memory peaks per process, and the
+figures against their targets.
 """
 
 from __future__ import annotations
@@ -42,8 +47,8 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE.parent / "tools"))  # tools/synthetic.py
 
-MODEL = "Qwen3.5-122B-A10B"
-NAME = "qwen35-tulu3-fixed8192-v1"
+MODEL = "Qwen3.5-122B-A10B"  # --model
+EARLIER_MTOK_S = 22.0  # --rows all at 16 workers before the quicktok backend (tiktoken in every worker)
 TULU_SIZE = 939_000  # conversations in allenai/tulu-3-sft-mixture (939,343)
 BATCH = 4096  # rows per record batch, as write_synthetic_arrow writes them
 
@@ -139,10 +144,10 @@ class MemorySampler:
                 "workers_max": {k: max((w[k] for w in workers), default=0) for k in _FIELDS}}
 
 
-def run_build(source: Path, rows, workers: int, out: Path) -> dict:
+def run_build(source: Path, rows, workers: int, out: Path, backend: str = "auto") -> dict:
     timings = out / "timings.json"
     cmd = [sys.executable, "-m", "sftpack", "build", "--model", MODEL, "--source", str(source), "--rows", str(rows),
-           "--out", str(out), "--workers", str(workers), "--overwrite", "--no-progress"]
+           "--out", str(out), "--workers", str(workers), "--overwrite", "--no-progress", "--tokenizer-backend", backend]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "SFTPACK_TIMINGS": str(timings),
            "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
     t = time.perf_counter()
@@ -154,8 +159,9 @@ def run_build(source: Path, rows, workers: int, out: Path) -> dict:
     memory = sampler.stop()
     import yaml
 
-    record = yaml.safe_load((out / f"{NAME}.build.yaml").read_text())
-    return {"workers": workers, "rows_arg": rows, "wall_s": wall, "rows": record["rows"],
+    (path,) = out.glob("*.build.yaml")
+    record = yaml.safe_load(path.read_text())
+    return {"workers": workers, "rows_arg": rows, "backend": backend, "encoded_by": record.get("tokenizer_backends"), "wall_s": wall, "rows": record["rows"],
             "tokens": record["counts"]["total_tokens"], "rows_sha256": record["rows_sha256"],
             "parquet_sha256": record["parquet_sha256"], "conversations": record["counts"]["conversations_packed"],
             "reached": record["counts"]["source_rows_reached"], "seed": record["seed"],
@@ -163,33 +169,36 @@ def run_build(source: Path, rows, workers: int, out: Path) -> dict:
             "timings": json.loads(timings.read_text()), "memory": memory}
 
 
+def _encoder():
+    import sftpack
+
+    return sftpack.get_encoder(MODEL)
+
+
 def consumed_texts(source: Path, reached: int, seed: int) -> list[str]:
     """The rendered text of every conversation the build tokenized (kept ones, in order)."""
-    from sftpack.builder.conversation import check_messages
     from sftpack.builder.pipeline import permutation
     from sftpack.builder.source import open_source
-    from sftpack.families.qwen3_5 import render
 
+    encoder = _encoder()
     src = open_source(str(source))
     order = permutation(len(src), seed)[:reached]
     texts = []
     for start in range(0, len(order), 4096):
         for item in src.take(order[start : start + 4096]):
             try:
-                texts.append(render(check_messages(item[1])).text)
+                texts.append(encoder.render_text(item[1]))
             except Exception:
                 pass
     return texts
 
 
-def floor(texts: list[str]) -> tuple[float, int]:
-    """tiktoken's ``encode_ordinary_batch`` with one thread over ``texts``: (seconds, tokens)."""
-    from sftpack.tokenizers.offline import load_offline_qwen
-
-    enc = load_offline_qwen().enc
-    enc.encode_ordinary_batch(texts[:200], num_threads=1)  # warm up
+def floor(texts: list[str], threads: int = 1) -> tuple[float, int]:
+    """tiktoken's ``encode_ordinary_batch`` with ``threads`` threads over ``texts``: (seconds, tokens)."""
+    enc = _encoder().vocab.enc
+    enc.encode_ordinary_batch(texts[:200], num_threads=threads)  # warm up
     t = time.perf_counter()
-    encoded = enc.encode_ordinary_batch(texts, num_threads=1)
+    encoded = enc.encode_ordinary_batch(texts, num_threads=threads)
     return time.perf_counter() - t, sum(map(len, encoded))
 
 
@@ -204,9 +213,7 @@ def _encode_share(args) -> int:
 
 def ceiling(texts: list[str], procs: int) -> float:
     """Seconds for ``procs`` forked processes (1 thread each) to tokenize ``texts`` between them."""
-    from sftpack.tokenizers.offline import load_offline_qwen
-
-    _CEILING[:] = [load_offline_qwen().enc, texts]
+    _CEILING[:] = [_encoder().vocab.enc, texts]
     with mp.get_context("fork").Pool(procs) as pool:
         pool.map(_encode_share, [(0, 1)] * procs)  # start and warm every process
         t = time.perf_counter()
@@ -236,6 +243,38 @@ def straightforward(source: Path, n: int) -> tuple[float, int]:
     return time.perf_counter() - t, total
 
 
+def _all_anon(memory: dict) -> int:
+    """Anonymous memory of every process together (file pages of the memory-mapped source are shared)."""
+    return memory["parent"].get("RssAnon", 0) + sum(w.get("RssAnon", 0) for w in memory["workers"])
+
+
+def targets(results: dict) -> None:
+    """The figures against their targets, each against a baseline measured in this run."""
+    base, floor_s = results["baseline"], results["floor"]["seconds"]
+    threads = results["floor"].get("threads", 1)
+    print(f"\nFIGURES ({results['model']}, {results['cores']} cores):")
+    if threads == 1:
+        print(f"  1 worker, --rows {base['rows_arg']}: build / tiktoken 1-thread floor = {base['wall_s'] / floor_s:.3f}"
+              "   (target <= 0.5)")
+    for r in results["runs"]:
+        if r["role"] == "baseline rows" or (threads > 1 and r["workers"] == threads and r["rows"] == base["rows"]):
+            print(f"  {r['workers']} workers, --rows {r['rows_arg']}, backend {r['backend']}: build / tiktoken "
+                  f"{threads}-thread floor = {r['wall_s'] / floor_s:.3f}" + ("   (target <= 0.6)" if threads == 2 else ""))
+    measured = [r for r in results["runs"] if r["role"] == "measured"]
+    forced = {r["workers"]: r for r in results["runs"] if r["role"] == "tiktoken backend"}
+    for r in measured:
+        rate = r["tokens"] / r["wall_s"] / 1e6
+        peak = max([r["memory"]["parent"].get("VmRSS", 0), r["memory"]["workers_max"]["VmRSS"]])
+        line = (f"  {r['workers']} workers, --rows {r['rows_arg']}: {rate:.2f} Mtok/s = {rate / EARLIER_MTOK_S:.2f}x the "
+                f"earlier {EARLIER_MTOK_S:.0f} Mtok/s (target >= 2)")
+        if r["workers"] in forced:
+            f = forced[r["workers"]]
+            line += f"; {f['wall_s'] / r['wall_s']:.2f}x this run's --tokenizer-backend tiktoken build ({f['wall_s']:.2f} s)"
+        print(line)
+        print(f"    peak memory: largest process RSS {_gib(peak)} GiB, all processes' anonymous memory "
+              f"{_gib(_all_anon(r['memory']))} GiB (target <= 2 GB); encoded by {r.get('encoded_by')}")
+
+
 def _gib(n: int) -> str:
     return f"{n / 2**30:.2f}"
 
@@ -253,15 +292,22 @@ def main() -> None:
     ap.add_argument("--reference-sample", type=int, default=300, help="conversations for the straightforward path (0: skip)")
     ap.add_argument("--cache", default=str(HERE / ".cache"))
     ap.add_argument("--json-out", help="also write every figure here")
+    ap.add_argument("--model", default=MODEL, help=f"the profile to build (default {MODEL})")
+    ap.add_argument("--floor-threads", type=int, default=1, help="threads of the tiktoken floor (default 1)")
+    ap.add_argument("--compare-backend", action="store_true",
+                    help="also build each measured build with --tokenizer-backend tiktoken (same bytes, checked)")
     args = ap.parse_args()
+    global MODEL
+    MODEL = args.model
+    _offline_o200k(cache_dir=Path(args.cache))
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     source = source_file(args.conversations, args.seed, cache, os.cpu_count())
     generate_s = time.perf_counter() - t
     counts = [int(w) for w in args.workers.split(",")]
-    results: dict = {"conversations": args.conversations, "cores": os.cpu_count(), "generate_s": generate_s,
-                     "machine": _machine()}
+    results: dict = {"conversations": args.conversations, "cores": len(os.sched_getaffinity(0)), "model": MODEL,
+                     "generate_s": generate_s, "machine": _machine()}
 
     def save():
         if args.json_out:
@@ -272,8 +318,8 @@ def main() -> None:
     base = results["baseline"] = run_build(source, base_rows, 1, out / "w1")
     save()
     texts = consumed_texts(source, base["reached"], base["seed"])
-    floor_s, floor_tokens = floor(texts)
-    results["floor"] = {"seconds": floor_s, "tokens": floor_tokens, "texts": len(texts)}
+    floor_s, floor_tokens = floor(texts, args.floor_threads)
+    results["floor"] = {"seconds": floor_s, "tokens": floor_tokens, "texts": len(texts), "threads": args.floor_threads}
     results["ceiling"] = {p: ceiling(texts, p) for p in [int(p) for p in (args.ceiling or args.workers).split(",")]}
     del texts
     save()
@@ -286,11 +332,27 @@ def main() -> None:
         runs.append({**run_build(source, args.rows, w, out / f"w{w}"), "role": "measured"})
         save()
         shutil.rmtree(out / f"w{w}", ignore_errors=True)  # gigabytes at --rows all
+        if args.compare_backend:
+            forced = run_build(source, args.rows, w, out / f"t{w}", backend="tiktoken")
+            runs.append({**forced, "role": "tiktoken backend"})
+            assert forced["parquet_sha256"] == runs[-2]["parquet_sha256"], "--tokenizer-backend tiktoken wrote other bytes"
+            save()
+            shutil.rmtree(out / f"t{w}", ignore_errors=True)
     if args.reference_sample:
         ref_s, ref_tokens = straightforward(source, args.reference_sample)
         results["straightforward_tokens_per_s"] = ref_tokens / ref_s
     report(results, args)
     save()
+
+
+def _offline_o200k(cache_dir: Path) -> None:
+    """gpt-oss builds offline from tiktoken's cache: seed it with the hash-checked o200k_base ranks (as the tests do)."""
+    if "gpt-oss" not in MODEL or "TIKTOKEN_CACHE_DIR" in os.environ:
+        return
+    from harmony_vocab import seed_caches
+
+    tiktoken_cache, _ = seed_caches(cache_dir / "o200k")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)  # the builds' subprocesses inherit it
 
 
 def _machine() -> dict:
@@ -314,14 +376,18 @@ def report(results: dict, args) -> None:
     print(f"baseline: --workers 1 --rows {base['rows_arg']}: {base['rows']:,} rows, {base['tokens']:,} tokens, "
           f"{base['conversations']:,} conversations, wall {base['wall_s']:.2f} s (start-up {base_start:.2f} s, "
           f"loop {base_loop:.2f} s)")
-    print(f"floor: tiktoken encode_ordinary_batch, 1 thread, same {results['floor']['texts']:,} texts: {floor_s:.2f} s")
-    print(f"build / floor at 1 worker (whole process)     {base['wall_s'] / floor_s:.3f}   (target <= 1.15)")
+    threads = results["floor"].get("threads", 1)
+    print(f"floor: tiktoken encode_ordinary_batch, {threads} thread(s), same {results['floor']['texts']:,} texts: "
+          f"{floor_s:.2f} s")
+    print(f"build / floor at 1 worker (whole process)     {base['wall_s'] / floor_s:.3f}")
     print(f"build / floor at 1 worker (packing loop only) {base_loop / floor_s:.3f}")
+    print(f"encoded by: {base.get('encoded_by')}")
     rate1 = base["tokens"] / base["wall_s"]
     rate1_loop = base["tokens"] / base_loop
-    print(f"\n{'workers':>7} {'rows':>8} {'tokens':>13} {'wall s':>8} {'Mtok/s':>7} {'eff':>6} {'eff loop':>8} "
-          f"{'eff est.':>8} {'parent':>22} {'worker max':>22}")
-    print(f"{'':>7} {'':>8} {'':>13} {'':>8} {'':>7} {'':>6} {'':>8} {'':>8} {'RSS / anon GiB':>22} {'RSS / anon GiB':>22}")
+    print(f"\n{'workers':>7} {'backend':>8} {'rows':>8} {'tokens':>13} {'wall s':>8} {'Mtok/s':>7} {'eff':>6} "
+          f"{'eff loop':>8} {'eff est.':>8} {'parent':>22} {'worker max':>22} {'all':>12}")
+    print(f"{'':>7} {'':>8} {'':>8} {'':>13} {'':>8} {'':>7} {'':>6} {'':>8} {'':>8} {'RSS / anon GiB':>22} "
+          f"{'RSS / anon GiB':>22} {'anon GiB':>12}")
     for r in [base] + results["runs"]:
         w = r["workers"]
         loop = r["timings"]["parent"]["loop_s"]
@@ -330,14 +396,15 @@ def report(results: dict, args) -> None:
         # the 1-worker build of the same size, estimated: its start-up + its loop scaled to these tokens
         est = (base_start + base_loop * r["tokens"] / base["tokens"]) / (w * r["wall_s"]) if r is not base else 1.0
         p, m = r["memory"]["parent"], r["memory"]["workers_max"]
-        print(f"{w:>7} {r['rows']:>8,} {r['tokens']:>13,} {r['wall_s']:>8.2f} {r['tokens'] / r['wall_s'] / 1e6:>7.2f} "
-              f"{eff:>6.1%} {eff_loop:>8.1%} {est:>8.1%} {_gib(p.get('VmRSS', 0)) + ' / ' + _gib(p.get('RssAnon', 0)):>22} "
-              f"{_gib(m['VmRSS']) + ' / ' + _gib(m['RssAnon']):>22}")
+        print(f"{w:>7} {r.get('backend', 'auto'):>8} {r['rows']:>8,} {r['tokens']:>13,} {r['wall_s']:>8.2f} "
+              f"{r['tokens'] / r['wall_s'] / 1e6:>7.2f} {eff:>6.1%} {eff_loop:>8.1%} {est:>8.1%} "
+              f"{_gib(p.get('VmRSS', 0)) + ' / ' + _gib(p.get('RssAnon', 0)):>22} "
+              f"{_gib(m['VmRSS']) + ' / ' + _gib(m['RssAnon']):>22} {_gib(_all_anon(r['memory'])):>12}")
     print("(eff = tokens/s over workers x the 1-worker tokens/s, whole process; eff loop = the same over the packing "
           "loop; eff est. = the estimated 1-worker wall of this build over workers x this wall; targets: >= 60% at 16,"
           " anon <= 1 GiB and RSS <= 2 GiB per process)")
-    measured = {r["parquet_sha256"] for r in results["runs"] if r["role"] == "measured"}
-    print(f"--rows {args.rows} parquet identical at every worker count: {len(measured) == 1}")
+    measured = {r["parquet_sha256"] for r in results["runs"] if r["role"] != "baseline rows"}
+    print(f"--rows {args.rows} parquet identical at every worker count and backend: {len(measured) == 1}")
     print("\nwhere the time goes (seconds; main busy = packing loop minus waiting for workers' results, writer busy ="
           " compress + write + hash in the writer thread, both as a share of the loop):")
     for r in [base] + results["runs"]:
@@ -353,6 +420,7 @@ def report(results: dict, args) -> None:
     one = results["floor"]["seconds"]
     print("\ntokenization ceiling of this CPU (same texts, P processes x 1 thread): "
           + ", ".join(f"P={p}: {one / s:.2f}x ({one / s / p:.0%})" for p, s in results["ceiling"].items()))
+    targets(results)
     if "straightforward_tokens_per_s" in results:
         print(f"speed-up over the straightforward path (1 worker): {rate1 / results['straightforward_tokens_per_s']:.1f}x")
     print(json.dumps({"baseline_wall_s": base["wall_s"], "floor_s": floor_s, "rows_sha256": base["rows_sha256"],
