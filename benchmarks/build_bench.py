@@ -223,13 +223,14 @@ def ceiling(texts: list[str], procs: int) -> float:
 
 def straightforward(source: Path, n: int) -> tuple[float, int]:
     """Jinja template + tokenizers offsets + per-character mask, one process, on ``n`` conversations."""
-    from conftest import TEMPLATES
-    from qwen_reference import build_qwen_tokenizer_dir, slime_qwen3_5_mask
+    from helpers import SHARED
+    from helpers.qwen_reference import build_qwen_tokenizer_dir, slime_qwen3_5_mask
     from transformers import AutoTokenizer
 
     from sftpack.builder.source import open_source
 
-    template = (TEMPLATES / "qwen3_5.jinja").read_text() if (TEMPLATES / "qwen3_5.jinja").exists() else None
+    template_file = SHARED / "fixtures" / "templates" / "qwen3_5.jinja"
+    template = template_file.read_text() if template_file.exists() else None
     if template is None:
         raise SystemExit("needs ../shared/fixtures/templates/qwen3_5.jinja for the straightforward path")
     directory = build_qwen_tokenizer_dir(Path(tempfile.mkdtemp()) / "qwen", template)
@@ -349,7 +350,7 @@ def _offline_o200k(cache_dir: Path) -> None:
     """gpt-oss builds offline from tiktoken's cache: seed it with the hash-checked o200k_base ranks (as the tests do)."""
     if "gpt-oss" not in MODEL or "TIKTOKEN_CACHE_DIR" in os.environ:
         return
-    from harmony_vocab import seed_caches
+    from helpers.harmony_vocab import seed_caches
 
     tiktoken_cache, _ = seed_caches(cache_dir / "o200k")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(tiktoken_cache)  # the builds' subprocesses inherit it

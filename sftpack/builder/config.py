@@ -82,6 +82,12 @@ def _known_format(v, flag):
     return None if v in ROW_FORMATS else f"{flag} {v!r}: unknown rows format (known: {', '.join(sorted(ROW_FORMATS))})"
 
 
+def _known_backend(v, flag):
+    from sftpack.tokenizers.backend import BACKENDS
+
+    return None if v in BACKENDS else f"{flag} {v!r}: unknown tokenizer backend (known: {', '.join(BACKENDS)})"
+
+
 def _directory(v, flag):
     return f"{flag} '': an output directory is needed (use . for the current one)" if not v else None
 
@@ -110,6 +116,10 @@ class BuildConfig:
     dataset_revision: str | None = option(None, help="Tulu 3 revision for --source hub (default: the pinned one)")
     progress: bool = option(True, kind=bool, flag="--no-progress", help="no progress bar")
     format: str = option("parquet", help="rows file format (default: parquet)", check=_known_format)
+    tokenizer_backend: str = option("auto", check=_known_backend,
+                                    help="auto: quicktok (package quicktok-v1) for the texts it provably encodes as "
+                                    "tiktoken does, tiktoken for the rest; tiktoken: tiktoken only. The rows are the "
+                                    "same either way (default: auto)")
 
     def __post_init__(self):
         for f in fields(self):

@@ -47,6 +47,7 @@ class ChunkResult:
     masks: np.ndarray
     control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
     seconds: tuple = (0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing (profiling)
+    fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine (the record counts them)
 
 
 def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarray) -> ChunkResult:
@@ -82,8 +83,10 @@ def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarr
     if batch.errors:  # control text is counted for kept conversations only
         control = [p for p in control if status[p] is None]
     lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
+    fast = batch.fast if batch.fast is not None else np.zeros(len(batch.lengths), dtype=bool)
+    fast = np.delete(fast, list(batch.errors)) if batch.errors else fast
     seconds = (t1 - t0, t2 - t1, time.perf_counter() - t2)
-    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds)
+    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds, fast)
 
 
 @dataclass
@@ -112,6 +115,7 @@ class Walk:
         self.kept = 0
         self.unchecked: deque = deque()  # ids of kept conversations not yet pulled (checked for duplicates)
         self.checked = 0
+        self.fast: deque = deque()  # per chunk not yet pulled past: (first kept index, its fast flags)
 
     def add(self, result: ChunkResult) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
         """Register a chunk; its kept conversations ``(ids, lengths, tokens, masks)`` for the packer."""
@@ -124,6 +128,8 @@ class Walk:
         self.kept += len(kept)
         ids = [result.ids[p] for p in kept]
         self.unchecked.extend(ids)
+        if result.fast is not None and result.fast.any():
+            self.fast.append((self.kept - len(kept), result.fast))
         return ids, result.lengths, result.tokens, result.masks
 
     def pulled(self, n: int | None) -> None:
@@ -154,6 +160,7 @@ class Walk:
                 break
             self.chunks.popleft()
         stats.reached = upto
+        self._count_fast(n)
         while self.checked < n:  # two packed conversations with one id: provenance cannot tell them apart
             conv_id = self.unchecked.popleft()
             self.checked += 1
@@ -161,6 +168,19 @@ class Walk:
                 stats.duplicate_ids += 1
             else:
                 stats.ids_seen.add(conv_id)
+
+
+    def _count_fast(self, n: int) -> None:
+        """``stats.fast``: how many of the first ``n`` kept conversations the faster engine encoded."""
+        stats = self.stats
+        while self.fast and self.fast[0][0] < n:
+            first, flags = self.fast[0]
+            done = min(n - first, len(flags))
+            stats.fast = stats.fast_before + int(np.count_nonzero(flags[:done]))
+            if done < len(flags):
+                return
+            stats.fast_before = stats.fast
+            self.fast.popleft()
 
 
 def encoded_chunks(
@@ -243,6 +263,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         clock.mark("open_source_s")
         if vocab is None:
             vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
+        vocab.use_backend(config.tokenizer_backend)  # before the workers fork: they share it
         clock.mark("load_vocab_s")
         encoder = make_encoder(profile, vocab)
         clock.mark("choose_renderer_s")

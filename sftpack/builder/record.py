@@ -40,6 +40,8 @@ class BuildStats:
     tail_tokens: int = 0  # tokens of the partial last row once the stream ended (--rows all drops them)
     duplicate_ids: int = 0  # kept conversations whose id an earlier kept one had
     ids_seen: set = field(default_factory=set, repr=False)
+    fast: int = 0  # packed conversations the faster engine (quicktok) encoded; the others, the vocabulary's own
+    fast_before: int = 0  # of those, in chunks already walked past
 
 
 class Ratio(float):
@@ -104,7 +106,9 @@ class Counts(_Section):
 class BuildRecord(_Section, Mapping):
     """``OUT/NAME.build.yaml``. A read-only mapping too (``record["counts"]["skipped"]``), as the dict it was."""
 
-    OPTIONAL = ("rows_format",)  # absent for parquet: a parquet build's record stays as it was
+    # rows_format: absent for parquet (a parquet build's record stays as it was); tokenizer_backends: absent from
+    # records written before it was kept
+    OPTIONAL = ("rows_format", "tokenizer_backends")
 
     name: str
     tokenizer: str
@@ -133,6 +137,7 @@ class BuildRecord(_Section, Mapping):
     eos_token_id: int
     renderer: str
     versions: dict
+    tokenizer_backends: dict | None = None  # engine -> packed conversations it encoded (the tokens are the same)
 
     def __getitem__(self, key):
         return self.to_dict()[key]
@@ -224,4 +229,12 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
         eos_token=vocab.eos_token, eos_token_id=int(vocab.eos_id), renderer=encoder.renderer_description,
         versions={"sftpack": sftpack_version(), "pyarrow": version("pyarrow"), "tiktoken": version("tiktoken"),
                   "tokenizers": version("tokenizers")},
+        tokenizer_backends=_backends(vocab, stats),
     )
+
+
+def _backends(vocab, stats: BuildStats) -> dict:
+    own, fast = vocab.engine_names()
+    counts = Counter({fast: stats.fast})
+    counts[own] += stats.conversations - stats.fast
+    return {engine: n for engine, n in sorted(counts.items()) if n}

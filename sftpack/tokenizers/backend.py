@@ -120,6 +120,26 @@ class QuicktokEncoding:
         return self.tokenizer.encode_batch([text], 1, False)[0].tolist()
 
 
+def encode_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: str) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (int32) of ``joined``, the ``texts`` concatenated, special-token text becoming the special token,
+    and per text whether quicktok encoded it. Each run of consecutive texts goes to one engine, which is exact when
+    the tokens of a concatenation are the concatenated tokens of its texts (each text starts with a special token)."""
+    if fast is None:
+        return encoding.encode_to_numpy(joined, allowed_special="all").view(np.int32), np.zeros(len(texts), bool)
+    exact = fast.exact(texts)
+    if exact.all():
+        return fast.encode_to_numpy(joined), exact
+    parts, start = [], 0
+    for end in [*(np.flatnonzero(exact[1:] != exact[:-1]) + 1).tolist(), len(texts)]:
+        run = "".join(texts[start:end])
+        if exact[start]:
+            parts.append(fast.encode_to_numpy(run))
+        else:
+            parts.append(encoding.encode_to_numpy(run, allowed_special="all").view(np.int32))
+        start = end
+    return np.concatenate(parts), exact
+
+
 def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:
     """The quicktok engine for a tiktoken ``encoding``, or None: tiktoken encodes everything (``backend`` is
     ``"tiktoken"``, the encoding is not one quicktok implements, or the package is missing or broken, which is

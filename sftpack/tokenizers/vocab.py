@@ -27,6 +27,7 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
+from sftpack.tokenizers.backend import encode_concatenated, quicktok_for, tiktoken_name
 
 Spans = Sequence[tuple[int, int]]
 
@@ -65,21 +66,32 @@ class Vocab:
     def encode(self, text: str) -> np.ndarray:
         return self.encode_masked(text, ())[0]
 
+    def use_backend(self, backend: str) -> None:
+        """Choose the engine that encodes (:mod:`sftpack.tokenizers.backend`); the tokens never depend on it."""
+
+    def engine_names(self) -> tuple[str, str]:
+        """The engines that encode (:attr:`Batch.fast` False, True), as the build record names them."""
+        raise NotImplementedError
+
     def encode_masked_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> "Batch":
         """:meth:`encode_masked` over many texts, concatenated; a text that cannot be encoded gets length 0
         and its error in ``Batch.errors``."""
         lengths = np.zeros(len(texts), dtype=np.int64)
+        fast = np.zeros(len(texts), dtype=bool)
         tokens, masks, errors = [], [], {}
         for i, (text, text_spans) in enumerate(zip(texts, spans)):
             try:
-                ids, mask = self.encode_masked(text, text_spans)
+                ids, mask, fast[i] = self._encode_one(text, text_spans)
             except EncodeError as e:
                 errors[i] = str(e)
                 continue
             lengths[i] = len(ids)
             tokens.append(ids)
             masks.append(mask)
-        return Batch(lengths, _concat(tokens, np.int32), _concat(masks, np.uint8), errors)
+        return Batch(lengths, _concat(tokens, np.int32), _concat(masks, np.uint8), errors, fast)
+
+    def _encode_one(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray, bool]:
+        return (*self.encode_masked(text, spans), False)
 
     def decode(self, ids) -> str:
         raise NotImplementedError
@@ -93,6 +105,7 @@ class Batch:
     tokens: np.ndarray
     masks: np.ndarray
     errors: dict  # index -> message, for texts that could not be encoded (length 0)
+    fast: np.ndarray | None = None  # per text: encoded by the faster engine (quicktok), else by the vocabulary's own
 
 
 def _concat(parts: list, dtype) -> np.ndarray:
@@ -143,9 +156,25 @@ class TiktokenVocab(Vocab):
         if long_input is not None and nfc:
             raise ValueError("long_input cutting is only defined for tokenizers without NFC")
         self.long_input = long_input
+        self.fast = None  # quicktok, for the texts it encodes exactly (use_backend)
 
-    def _encode(self, text: str) -> list[int]:
+    def use_backend(self, backend: str) -> None:
+        # long inputs are cut by a rule of their own (Kimi's): tiktoken keeps them
+        self.fast = quicktok_for(self.enc, backend) if self.long_input is None else None
+
+    def engine_names(self) -> tuple[str, str]:
+        return tiktoken_name(), (self.fast.name if self.fast is not None else tiktoken_name())
+
+    def _engine(self, texts: Sequence[str]):
+        """The engine for ``texts`` (quicktok when it is exact on all of them) and whether it is quicktok."""
+        if self.fast is not None and self.fast.exact(texts).all():
+            return self.fast, True
+        return self.enc, False
+
+    def _encode(self, text: str, engine=None) -> list[int]:
         if self.long_input is None or len(text) <= self.long_input[1]:
+            if engine is self.fast and engine is not None:
+                return engine.encode(text)
             return self.enc.encode(text, allowed_special=self._allowed)
         ids: list[int] = []
         for piece in long_input_pieces(text, *self.long_input):
@@ -168,7 +197,7 @@ class TiktokenVocab(Vocab):
         ):
             return super().encode_masked_batch(texts, spans)
         try:
-            ids = self.enc.encode_to_numpy(joined, allowed_special=self._allowed).view(np.int32)
+            ids, fast = encode_concatenated(self.enc, self.fast, texts, joined)
         except UnicodeEncodeError:
             return super().encode_masked_batch(texts, spans)
         lens = self.byte_lengths[ids]
@@ -203,27 +232,32 @@ class TiktokenVocab(Vocab):
         boundaries[-1] = n
         if not np.array_equal(np.append(starts, ends[-1] if n else 0)[boundaries], text_start):
             return super().encode_masked_batch(texts, spans)  # a token crosses two texts: encode one by one
-        return Batch(np.diff(boundaries).astype(np.int64), ids, mask, {})
+        return Batch(np.diff(boundaries).astype(np.int64), ids, mask, {}, fast)
 
     def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+        return self._encode_one(text, spans)[:2]
+
+    def _encode_one(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray, bool]:
         if text.isascii():
             byte_spans = spans
-            ids = self._encode(text)
+            engine, fast = self._engine([text])
+            ids = self._encode(text, engine)
         elif (bad := lone_surrogate(text)) is not None:  # tiktoken would silently write U+FFFD for it
             raise EncodeError(f"text is not valid Unicode (lone surrogate at char {bad})")
         elif self.nfc and not unicodedata.is_normalized("NFC", text):
             return self._encode_normalizing(text, spans)
         else:
+            engine, fast = self._engine([text])
             try:
-                ids = self._encode(text)
+                ids = self._encode(text, engine)
             except UnicodeEncodeError as e:
                 raise EncodeError(f"text is not valid Unicode ({e.reason} at char {e.start})") from e
             byte_spans = [(_char_to_byte(text, a), _char_to_byte(text, b)) for a, b in spans]
         ids = np.asarray(ids, dtype=np.int32)
         lens = self.byte_lengths[ids]
-        return ids, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans)
+        return ids, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans), fast
 
-    def _encode_normalizing(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
+    def _encode_normalizing(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray, bool]:
         """Slow path for text that NFC changes: split out special tokens (matched on the raw text, as HF's
         added tokens are), NFC-normalize the rest, and carry span boundaries into normalized coordinates."""
         cuts = sorted({p for span in spans for p in span})
@@ -259,18 +293,21 @@ class TiktokenVocab(Vocab):
         if pos < len(text) or not text:
             ordinary(pos, len(text))
         ids: list[int] = []
+        # NFC can turn a text quicktok encodes exactly into one it does not (a character that decomposes into a
+        # combining mark): the engine is chosen on the normalized pieces
+        engine, fast = self._engine([piece for special, piece in pieces if not special])
         try:
             for special, piece in pieces:
                 if special:
                     ids.append(self.special_tokens[piece])
                 else:
-                    ids.extend(self.enc.encode_ordinary(piece))
+                    ids.extend(engine.encode_ordinary(piece))
         except UnicodeEncodeError as e:
             raise EncodeError(f"text is not valid Unicode ({e.reason})") from e
         byte_spans = [(boundary_bytes[a], boundary_bytes[b]) for a, b in spans]
         arr = np.asarray(ids, dtype=np.int32)
         lens = self.byte_lengths[arr]
-        return arr, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans)
+        return arr, _mask_from_byte_ends(np.cumsum(lens), lens, byte_spans), fast
 
     def decode(self, ids) -> str:
         return self.enc.decode([int(i) for i in ids], errors="replace")
@@ -332,6 +369,11 @@ class HFVocab(Vocab):
                 if hi > lo:  # an empty span supervises nothing (as in TiktokenVocab)
                     mask |= ((end > start) & (end > lo) & (start < hi)).astype(np.uint8)
         return ids, mask
+
+    def engine_names(self) -> tuple[str, str]:
+        from importlib.metadata import version
+
+        return (f"tokenizers {version('tokenizers')}",) * 2
 
     def decode(self, ids) -> str:
         return self.tok.decode([int(i) for i in ids], skip_special_tokens=False)

@@ -31,8 +31,8 @@ CHUNK = 128
 @pytest.fixture(scope="module")
 def engines(request, o200k_caches):
     """family -> (vocabulary, its tiktoken encoding, its quicktok engine)."""
-    from sftpack.vocab_loading import load_vocab
-    from sftpack.profiles import load_profile
+    from sftpack.tokenizers.loading import load_vocab
+    from sftpack.families.profiles import load_profile
 
     loaded = {}
     for family, model in FAMILIES.items():
@@ -50,7 +50,7 @@ def agree(enc, fast, texts: list[str]) -> list[str]:
 
 
 def test_quicktok_is_used_for_the_families_whose_regex_it_implements(engines):
-    from sftpack.offline_deepseek import load_offline_deepseek
+    from sftpack.tokenizers.offline import load_offline_deepseek
 
     for family, (vocab, enc, fast) in engines.items():
         assert fast is not None, family
@@ -60,10 +60,10 @@ def test_quicktok_is_used_for_the_families_whose_regex_it_implements(engines):
 
 
 def _sample_texts(family: str, vocab) -> list[str]:
-    from sftpack.conversation import Skip
-    from sftpack.encode import make_encoder
-    from sftpack.profiles import load_profile
-    from sftpack.source import open_source
+    from sftpack.builder.conversation import Skip
+    from sftpack.builder.encode import make_encoder
+    from sftpack.families.profiles import load_profile
+    from sftpack.builder.source import open_source
 
     encoder = make_encoder(load_profile(FAMILIES[family]), vocab)
     texts = []
@@ -165,9 +165,9 @@ TEMPLATE_FILES = {"qwen3_5": "qwen3_5.jinja", "qwen3": "qwen3.jinja", "gpt_oss":
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_official_template_renders_token_for_token(engines, family):
-    from conftest import jinja_render, official_template
-    from sftpack.render.probe import PROBE_CONVERSATIONS
-    from sftpack.source import open_source
+    from helpers.shared import jinja_render, official_template
+    from sftpack.families.probe import PROBE_CONVERSATIONS
+    from sftpack.builder.source import open_source
 
     vocab, enc, fast = engines[family]
     template = official_template(TEMPLATE_FILES[family])
