@@ -96,16 +96,21 @@ def pack_chunks(
         pieces = stream.row_pieces(width, full_rows)
         # the chunk's conversations (1-based) that complete each row: pack would pull them to write it
         owners = np.searchsorted(stream.owned_from, (np.arange(full_rows) + 1) * width - 1, side="right")
+        # rows are views of this chunk's stream (fresh arrays, never written again; its rest is copied out)
+        token_rows = stream.tokens[: full_rows * width].reshape(full_rows, width)
+        mask_rows = stream.mask[: full_rows * width].reshape(full_rows, width)
+        mask_rows[:, 0] = 0  # position 0 of a row is never a target
+        supervised = np.count_nonzero(mask_rows, axis=1).tolist()
         for r in range(full_rows):
-            mask = stream.mask[r * width : (r + 1) * width].copy()
-            mask[0] = 0
-            if not mask.any():
+            if not supervised[r]:
                 stats.rows_dropped_unsupervised += 1
                 continue
             stats.conversations = done + max(int(owners[r]), 1)
             pulled(stats.conversations)
             stats.rows_kept += 1
-            yield Row(stream.tokens[r * width : (r + 1) * width].copy(), mask, pieces[r])
+            row = Row(token_rows[r], mask_rows[r], pieces[r])
+            row.__dict__["supervised"] = supervised[r]  # Row.supervised (a cached property), counted for the chunk at once
+            yield row
         carry = stream.rest(full_rows * width)
         done += len(ids)
         stats.conversations = done

@@ -12,7 +12,6 @@ import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
-from functools import partial
 from typing import Iterator
 
 import numpy as np
@@ -20,13 +19,13 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
 from sftpack.builder.config import ALL, BuildConfig
-from sftpack.builder.conversation import Skip
+from sftpack.builder.chunks import ChunkResult, chunk_task, encode_chunk
 from sftpack.builder.encode import ConversationEncoder, make_encoder
 from sftpack.builder.output import OutputFiles
 from sftpack.builder.pack import pack_chunks
 from sftpack.builder.record import BuildRecord, BuildStats, make_record
 from sftpack.builder.source import open_source
-from sftpack.builder.source.base import RowError, Source
+from sftpack.builder.source.base import Source
 from sftpack.builder.workers import WorkerDied, WorkerPool
 from sftpack.families.profiles import TULU_REPO, TULU_REVISION, load_profile
 from sftpack.rows.formats import RowSink, get_row_format, new_row_writer
@@ -34,59 +33,6 @@ from sftpack.tokenizers.loading import load_vocab
 from sftpack.tokenizers.vocab import Vocab
 
 CHUNK = 128  # conversations per task: small enough that little work is wasted when the rows are complete
-
-
-@dataclass
-class ChunkResult:
-    """Encoded conversations of one chunk, flattened so that they cross process boundaries cheaply."""
-
-    ids: list  # source conversation ids, one per conversation in the chunk
-    status: list  # None when kept, else (reason, detail)
-    lengths: np.ndarray  # token count per kept conversation
-    tokens: np.ndarray
-    masks: np.ndarray
-    control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
-    seconds: tuple = (0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing (profiling)
-    fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine (the record counts them)
-
-
-def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarray) -> ChunkResult:
-    """Read and encode the source rows ``indices`` (in a worker, or inline with one worker)."""
-    ids, status = [], []
-    texts, spans, kept = [], [], []  # kept: position in the chunk of each text
-    control = []
-    t0 = time.perf_counter()
-    items = source.take(indices)
-    t1 = time.perf_counter()
-    for item in items:
-        if isinstance(item, RowError):
-            ids.append(item.row_id)
-            status.append((item.reason, item.detail))
-            continue
-        conv_id, messages = item
-        ids.append(conv_id)
-        try:
-            text, text_spans = encoder.prepare(messages)
-        except Skip as skip:
-            status.append((skip.reason, skip.detail))
-            continue
-        if encoder.has_control_text(messages):
-            control.append(len(status))
-        status.append(None)
-        kept.append(len(status) - 1)
-        texts.append(text)
-        spans.append(text_spans)
-    t2 = time.perf_counter()
-    batch = encoder.vocab.encode_masked_batch(texts, spans)
-    for i, message in batch.errors.items():
-        status[kept[i]] = ("invalid_unicode", message)
-    if batch.errors:  # control text is counted for kept conversations only
-        control = [p for p in control if status[p] is None]
-    lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
-    fast = batch.fast if batch.fast is not None else np.zeros(len(batch.lengths), dtype=bool)
-    fast = np.delete(fast, list(batch.errors)) if batch.errors else fast
-    seconds = (t1 - t0, t2 - t1, time.perf_counter() - t2)
-    return ChunkResult(ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds, fast)
 
 
 @dataclass
@@ -207,7 +153,7 @@ def encoded_chunks(
 
     # Forked workers inherit the loaded tokenizer and the (memory-mapped) source (nothing is pickled); tasks carry
     # only row indices. Signals are only recorded while they run and raised at the pool's checks (sftpack.builder.interrupts).
-    with interrupts.deferred(), WorkerPool(max(workers, 1), partial(encode_chunk, encoder, source)) as pool:
+    with interrupts.deferred(), WorkerPool(max(workers, 1), chunk_task(encoder, source)) as pool:
         results = pool.imap(chunks, depth=3 * workers)
         while True:
             t = time.perf_counter()

@@ -6,6 +6,11 @@ Written for stopping cleanly at any moment: no helper threads and no locks share
 signal), workers ignore SIGINT/SIGTERM and are stopped by the parent with SIGKILL - they hold nothing but their
 own pipes - and the parent waits with a timeout, so that a signal recorded meanwhile is raised within 50 ms
 (:func:`sftpack.builder.interrupts.check`). A worker that dies shows as end-of-file on its pipe: :class:`WorkerDied`.
+
+A result crosses its pipe as a small pickled header and the raw bytes of its arrays (pickle protocol 5, buffers
+out of band): the parent reads those bytes straight into the arrays it hands on, one copy, no unpickling of
+megabytes. A :class:`TwoStep` task runs its second step on a thread of the worker while the worker runs the first
+step of its next task (a tokenizer that releases the GIL then overlaps the Python work of the next chunk).
 """
 
 from __future__ import annotations
@@ -16,8 +21,12 @@ import pickle
 import signal
 import sys
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Callable, Iterable, Iterator
+
+import numpy as np
 
 from sftpack.builder import interrupts
 
@@ -32,6 +41,21 @@ class WorkerDied(Exception):
         else:
             how = f"exit status {exitcode}"
         super().__init__(f"encoding worker {worker} died ({how})")
+
+
+@dataclass(frozen=True)
+class TwoStep:
+    """A task in two steps, ``second(first(task))``; a worker overlaps one task's second step with the next one's
+    first step (results still in task order)."""
+
+    first: Callable
+    second: Callable
+
+    def __call__(self, task):
+        return self.second(self.first(task))
+
+
+PIPE_BYTES = 1 << 20  # results are megabytes: fewer, larger pipe writes (F_SETPIPE_SZ, Linux; best effort)
 
 
 class WorkerPool:
@@ -51,6 +75,7 @@ class WorkerPool:
                 process.start()
                 task_r.close()
                 result_w.close()  # so that the worker's death reads as end-of-file here
+                _widen(result_r)
                 self._processes.append(process)
                 self._tasks.append(task_w)
                 self._results.append(result_r)
@@ -107,7 +132,7 @@ class WorkerPool:
 
     def _receive(self, worker: int) -> tuple:
         try:
-            return self._results[worker].recv()
+            return _receive(self._results[worker])
         except (EOFError, OSError):
             process = self._processes[worker]
             process.join(timeout=5)
@@ -132,19 +157,96 @@ def _serve(fn, tasks, results, parent: int, inherited: list) -> None:
         _ignore_signals(parent)
         for conn in inherited:
             conn.close()
+        if isinstance(fn, TwoStep):
+            _serve_two_steps(fn, tasks, results)
+        else:
+            while True:
+                try:
+                    task = tasks.recv()
+                except EOFError:
+                    break
+                _send(results, _run(fn, task))
+    except BaseException:
+        os._exit(1)
+    os._exit(0)
+
+
+def _run(fn, task) -> tuple:
+    try:
+        return (True, fn(task))
+    except BaseException as e:  # handed to the parent, which raises it when it reaches this task
+        return (False, _picklable(e))
+
+
+def _outcome(future: Future) -> tuple:
+    try:
+        return (True, future.result())
+    except BaseException as e:
+        return (False, _picklable(e))
+
+
+def _serve_two_steps(fn: TwoStep, tasks, results) -> None:
+    """Task k's second step runs on a thread while task k+1's first step runs here; results go out in order."""
+    pending: Future | None = None
+    with ThreadPoolExecutor(1) as thread:
         while True:
+            if pending is not None and not tasks.poll():  # no next task to overlap with: hand the result back now
+                _send(results, _outcome(pending))
+                pending = None
             try:
                 task = tasks.recv()
             except EOFError:
                 break
-            try:
-                message = (True, fn(task))
-            except BaseException as e:  # handed to the parent, which raises it when it reaches this task
-                message = (False, _picklable(e))
-            results.send(message)
-    except BaseException:
-        os._exit(1)
-    os._exit(0)
+            first = _run(fn.first, task)
+            if pending is not None:
+                _send(results, _outcome(pending))
+                pending = None
+            if first[0]:
+                pending = thread.submit(fn.second, first[1])
+            else:
+                _send(results, first)
+        if pending is not None:
+            _send(results, _outcome(pending))
+
+
+def _send(conn, message) -> None:
+    """A pickled header (the arrays' bytes left out of it), then each array's bytes as they are in memory."""
+    buffers: list = []
+    header = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+    raws = [buffer.raw() for buffer in buffers]
+    conn.send((header, [raw.nbytes for raw in raws]))
+    fd = conn.fileno()
+    for raw in raws:
+        done = 0
+        while done < raw.nbytes:
+            done += os.write(fd, raw[done:])
+
+
+def _receive(conn):
+    """What :func:`_send` sent: the arrays' bytes read straight into fresh arrays, which the message then uses."""
+    header, sizes = conn.recv()
+    fd = conn.fileno()
+    buffers = []
+    for size in sizes:
+        buffer = np.empty(size, dtype=np.uint8)
+        view, done = memoryview(buffer), 0
+        while done < size:
+            got = os.readv(fd, [view[done:]])
+            if got == 0:
+                raise EOFError("worker pipe closed in the middle of a result")
+            done += got
+        buffers.append(buffer)
+    return pickle.loads(header, buffers=buffers)
+
+
+def _widen(conn) -> None:
+    if sys.platform.startswith("linux"):
+        import fcntl
+
+        try:
+            fcntl.fcntl(conn.fileno(), 1031, PIPE_BYTES)  # F_SETPIPE_SZ
+        except OSError:
+            pass
 
 
 def _picklable(e: BaseException) -> BaseException:

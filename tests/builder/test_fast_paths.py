@@ -13,7 +13,8 @@ import pytest
 
 from helpers.qwen_reference import slime_qwen3_5_mask
 from sftpack.builder.encode import make_encoder
-from sftpack.builder.pipeline import encode_chunk, permutation
+from sftpack.builder.chunks import encode_chunk
+from sftpack.builder.pipeline import permutation
 from sftpack.builder.source import open_source
 from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.vocab import HFVocab, VocabInfo

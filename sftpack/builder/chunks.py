@@ -1,0 +1,102 @@
+"""One chunk of conversations, read and encoded: in a worker process, or inline with one worker.
+
+A chunk is two steps: :func:`prepare_chunk` (read the source rows, check, render, find the supervised spans: Python
+that holds the GIL) and :func:`finish_chunk` (tokenize and mask: mostly a tokenizer's batch call, which quicktok
+runs without the GIL). A worker runs the second step of one chunk on a thread while it prepares the next
+(:class:`~sftpack.builder.workers.TwoStep`); the result is the same as running them one after the other.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from sftpack.builder.conversation import Skip
+from sftpack.builder.encode import ConversationEncoder
+from sftpack.builder.source.base import RowError, Source
+from sftpack.builder.workers import TwoStep
+
+
+@dataclass
+class ChunkResult:
+    """Encoded conversations of one chunk, flattened so that they cross process boundaries cheaply."""
+
+    ids: list  # source conversation ids, one per conversation in the chunk
+    status: list  # None when kept, else (reason, detail)
+    lengths: np.ndarray  # token count per kept conversation
+    tokens: np.ndarray
+    masks: np.ndarray
+    control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
+    seconds: tuple = (0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing (profiling)
+    fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine (the record counts them)
+
+
+@dataclass
+class PreparedChunk:
+    """A chunk after :func:`prepare_chunk`: every conversation's id and status, the kept ones' texts and spans."""
+
+    ids: list
+    status: list
+    texts: list
+    spans: list
+    kept: list  # position in the chunk of each text
+    control: list  # positions of kept conversations whose contents hold control text
+    seconds: tuple  # reading, preparing
+
+
+def prepare_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarray) -> PreparedChunk:
+    """Read the source rows ``indices``; check and render each conversation and find its supervised spans."""
+    ids, status = [], []
+    texts, spans, kept = [], [], []
+    control = []
+    t0 = time.perf_counter()
+    items = source.take(indices)
+    t1 = time.perf_counter()
+    for item in items:
+        if isinstance(item, RowError):
+            ids.append(item.row_id)
+            status.append((item.reason, item.detail))
+            continue
+        conv_id, messages = item
+        ids.append(conv_id)
+        try:
+            text, text_spans = encoder.prepare(messages)
+        except Skip as skip:
+            status.append((skip.reason, skip.detail))
+            continue
+        if encoder.has_control_text(messages):
+            control.append(len(status))
+        status.append(None)
+        kept.append(len(status) - 1)
+        texts.append(text)
+        spans.append(text_spans)
+    return PreparedChunk(ids, status, texts, spans, kept, control, (t1 - t0, time.perf_counter() - t1))
+
+
+def finish_chunk(encoder: ConversationEncoder, prepared: PreparedChunk) -> ChunkResult:
+    """Tokenize and mask a prepared chunk; a text that cannot be encoded is a skip (``invalid_unicode``)."""
+    t = time.perf_counter()
+    status, control = prepared.status, prepared.control
+    batch = encoder.vocab.encode_masked_batch(prepared.texts, prepared.spans)
+    for i, message in batch.errors.items():
+        status[prepared.kept[i]] = ("invalid_unicode", message)
+    if batch.errors:  # control text is counted for kept conversations only
+        control = [p for p in control if status[p] is None]
+    lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
+    fast = batch.fast if batch.fast is not None else np.zeros(len(batch.lengths), dtype=bool)
+    fast = np.delete(fast, list(batch.errors)) if batch.errors else fast
+    seconds = (*prepared.seconds, time.perf_counter() - t)
+    return ChunkResult(prepared.ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds, fast)
+
+
+def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarray) -> ChunkResult:
+    """Read and encode the source rows ``indices``: both steps, one after the other."""
+    return finish_chunk(encoder, prepare_chunk(encoder, source, indices))
+
+
+def chunk_task(encoder: ConversationEncoder, source: Source) -> TwoStep:
+    """The workers' task: row indices -> :class:`ChunkResult`, in two steps that overlap across chunks."""
+    return TwoStep(lambda indices: prepare_chunk(encoder, source, indices),
+                   lambda prepared: finish_chunk(encoder, prepared))
