@@ -281,6 +281,7 @@ def _gib(n: int) -> str:
 
 
 def main() -> None:
+    global MODEL
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", default="all", help="rows of the measured builds: a number or all (default: all)")
     ap.add_argument("--baseline-rows", default=None,
@@ -298,7 +299,6 @@ def main() -> None:
     ap.add_argument("--compare-backend", action="store_true",
                     help="also build each measured build with --tokenizer-backend tiktoken (same bytes, checked)")
     args = ap.parse_args()
-    global MODEL
     MODEL = args.model
     _offline_o200k(cache_dir=Path(args.cache))
     cache = Path(args.cache)

@@ -88,14 +88,10 @@ class QuicktokEncoding:
     def exact(self, texts: list[str]) -> np.ndarray:
         """Per text, whether quicktok's tokens are tiktoken's (no character that must go to tiktoken)."""
         ok = np.ones(len(texts), dtype=bool)
-        joined = "".join(texts)
-        if joined.isascii():
-            return ok
-        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        bad = np.flatnonzero(self.unsafe[points])
-        if len(bad):
-            ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
-            ok[np.unique(np.searchsorted(ends, bad, side="right"))] = False
+        for i, text in enumerate(texts):
+            if not text.isascii():  # ASCII is safe, and most text is: only the others are looked up
+                points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+                ok[i] = not self.unsafe[points].any()
         return ok
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
