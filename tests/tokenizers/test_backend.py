@@ -166,12 +166,12 @@ TEMPLATE_FILES = {"qwen3_5": "qwen3_5.jinja", "qwen3": "qwen3.jinja", "gpt_oss":
 @pytest.mark.parametrize("family", FAMILIES)
 def test_official_template_renders_token_for_token(engines, family):
     from helpers.shared import jinja_render, official_template
-    from sftpack.families.probe import PROBE_CONVERSATIONS
+    from sftpack.families.probe import probe_conversations
     from sftpack.builder.source import open_source
 
     vocab, enc, fast = engines[family]
     template = official_template(TEMPLATE_FILES[family])
-    conversations = list(PROBE_CONVERSATIONS) + [m for _, m in open_source("sample").take(np.arange(200))]
+    conversations = probe_conversations() + [m for _, m in open_source("sample").take(np.arange(200))]
     texts = []
     for messages in conversations:
         try:
