@@ -8,11 +8,16 @@ tokenizer loading, writing the temporaries); inside :func:`deferred` sections (t
 renames) it records the signal, and the code raises it itself at :func:`check`, at points where it can clean up.
 After :func:`mark_done` (the final renames happened) a signal no longer interrupts anything: it is recorded and
 reported (:func:`late_signal`).
+
+Even outside deferred sections the raise can land inside a finalizer (a weakref or ``WeakSet`` callback, a
+``__del__``), where Python reports it through ``sys.unraisablehook`` and goes on. Our hook turns such a lost
+:class:`Interrupted` back into a recorded signal, raised at the next :func:`check`.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -55,10 +60,31 @@ def handler(signum, frame) -> None:
     raise Interrupted(signum)
 
 
+def _recover_lost(unraisable) -> None:
+    """``sys.unraisablehook``: an :class:`Interrupted` raised inside a finalizer was swallowed; record it again
+    (silently) so that :func:`check` raises it. Anything else goes to the previous hook."""
+    lost = unraisable.exc_value
+    if not isinstance(lost, Interrupted):
+        _recover_lost.previous(unraisable)
+        return
+    if not _state.done:
+        _state.raised = False
+        _state.pending = _state.pending or lost.signum
+    else:
+        _state.late = _state.late or lost.signum
+
+
+def _hook_unraisable() -> None:
+    if sys.unraisablehook is not _recover_lost:
+        _recover_lost.previous = sys.unraisablehook
+        sys.unraisablehook = _recover_lost
+
+
 def install() -> dict:
     """Route SIGINT and SIGTERM to :func:`handler` (the command line does this first thing); the previous
     handlers, for :func:`restore`."""
     reset()
+    _hook_unraisable()
     return {sig: signal.signal(sig, handler) for sig in SIGNALS}
 
 
@@ -80,6 +106,7 @@ def guarded():
     main = threading.current_thread() is threading.main_thread()
     previous = signal.getsignal(signal.SIGINT) if main else None
     if main and previous is signal.default_int_handler:
+        _hook_unraisable()
         signal.signal(signal.SIGINT, handler)
     try:
         yield

@@ -72,7 +72,9 @@ def _run(argv) -> int:
     _install_warning_lines()
     try:
         args = make_parser().parse_args(argv)
-        return args.func(args)
+        code = args.func(args)
+        interrupts.check()  # a signal whose raise was lost in a finalizer, see sftpack.builder.interrupts
+        return code
     except UsageError as e:
         _one_line("error", e)
         return 2
