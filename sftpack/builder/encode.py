@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 import numpy as np
 
@@ -18,7 +19,8 @@ from sftpack.base.errors import UsageError
 from sftpack.base.refs import resolve
 from sftpack.builder.conversation import Skip, check_messages
 from sftpack.builder.mask import RuleMismatch, close_final_turn, supervised_spans
-from sftpack.families.profiles import MaskRule, Profile, load_profile
+from sftpack.families.infer import REASONING_MARKERS
+from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
 from sftpack.families.jinja import RenderTooLarge
 from sftpack.families.render import Renderer, TemplateError
 from sftpack.tokenizers.vocab import EncodeError, Vocab
@@ -74,9 +76,10 @@ class ConversationEncoder:
         return close_final_turn(self.render(check_messages(messages)), self.rule).text
 
 
-def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
+def choose_renderer(profile: Profile, vocab: Vocab, rule: MaskRule) -> tuple[Renderer, str]:
     """The native renderer of the profile's template family when it reproduces the tokenizer's own chat
-    template on the probe conversations (or the tokenizer has none); else the template through Jinja."""
+    template on the probe conversations (or the tokenizer has none); else the template through Jinja, once the
+    rule is proved on it where no native renderer vouches for where turns end."""
     from sftpack.families.probe import probe_conversations
 
     native = profile.family.renderer(profile.template_options)  # None: a family whose template is rendered through Jinja
@@ -85,48 +88,102 @@ def choose_renderer(profile: Profile, vocab: Vocab) -> tuple[Renderer, str]:
         if native is None:
             raise UsageError(f"{profile.model}: no native {profile.template!r} renderer and the tokenizer has no chat_template")
         return native, f"native {profile.template} renderer (official template; the tokenizer has no chat_template)"
-    jinja = _jinja_renderer(profile, vocab, template)
+    jinja = _jinja_renderer(profile, vocab, template, rule)
     if native is None:
-        _refuse_fallback(profile, f"no native {profile.template} renderer exists")
-        return jinja, f"the tokenizer's chat_template through Jinja (no native {profile.template} renderer)"
-    probes = probe_conversations()
-    for conversation in probes:
+        proof = _prove(profile, vocab, rule)
+        return jinja, f"the tokenizer's chat_template through Jinja (family {profile.template}: no native renderer; {proof})"
+    if reproduces(native, jinja.text_of):
+        return native, (f"native {profile.template} renderer (equal to the tokenizer's chat_template on "
+                        f"{len(probe_conversations())} probe conversations)")
+    differs = f"differs from the native {profile.template} renderer"
+    if rule.final_turn_end:  # no end-of-turn token: where a turn ends is the proof's to show
+        differs += f"; {_prove(profile, vocab, rule)}"
+    return jinja, f"the tokenizer's chat_template through Jinja ({differs})"
+
+
+def reproduces(native: Renderer, template: Callable[[list], str]) -> bool:
+    """Whether ``native`` writes exactly what ``template`` (``messages -> text``) writes on every probe conversation,
+    raising where it raises."""
+    from sftpack.families.probe import probe_conversations
+
+    for conversation in probe_conversations():
         try:
-            same = native(conversation).text == jinja.text_of(conversation)
+            same = native(conversation).text == template(conversation)
         except TemplateError:
-            same = _both_raise(native, jinja.text_of, conversation)
+            same = _both_raise(native, template, conversation)
         if not same:
-            _refuse_fallback(profile, f"the tokenizer's chat_template differs from the native {profile.template} renderer")
-            return jinja, f"the tokenizer's chat_template through Jinja (differs from the native {profile.template} renderer)"
-    return native, f"native {profile.template} renderer (equal to the tokenizer's chat_template on {len(probes)} probe conversations)"
+            return False
+    return True
 
 
-def _jinja_renderer(profile: Profile, vocab: Vocab, template: str):
+def template_variables(profile: Profile, vocab: Vocab) -> dict:
+    """What the chat template is given besides the messages, as transformers gives it, and what it reads in place of
+    the profile's template options (gpt-oss's pinned clock)."""
+    variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
+    for name, option in profile.family.options.items():
+        if option.jinja is not None:
+            variables.update(resolve(option.jinja)(profile.template_options[name]))
+    return {k: v for k, v in variables.items() if v is not None}
+
+
+def _jinja_renderer(profile: Profile, vocab: Vocab, template: str, rule: MaskRule):
     """The tokenizer's chat template through Jinja; a template that does not compile is the user's file, named."""
     from sftpack.families.jinja import JinjaRenderer
 
-    rule = profile.rule
-    markers = [t for t in vocab.special_tokens if t in rule.header or any(t in end for end in rule.end_markers)]
-    variables = {"bos_token": _named(vocab, "bos"), "eos_token": vocab.eos_token}
-    for name, option in profile.family.options.items():  # what the template reads in place of the option
-        if option.jinja is not None:
-            variables.update(resolve(option.jinja)(profile.template_options[name]))
+    # a reasoning opener in an (inferred) header is left in content: the template splits reasoning off at it, and the
+    # header's other tokens keep a forged header from matching
+    markers = [t for t in vocab.special_tokens if (t in rule.header or any(t in end for end in rule.end_markers))
+               and t not in REASONING_MARKERS]
     try:
-        return JinjaRenderer(template, rule, {k: v for k, v in variables.items() if v is not None}, markers,
-                             max_chars=MAX_RENDERED_CHARS)
+        return JinjaRenderer(template, rule, template_variables(profile, vocab), markers, max_chars=MAX_RENDERED_CHARS)
     except Exception as e:  # jinja2's TemplateSyntaxError and whatever else its compiler raises
         where = vocab.info.chat_template_file or "the tokenizer's chat_template"
         raise UsageError(f"{where}: the chat_template does not compile ({type(e).__name__}: {e})") from None
 
 
-def check_rule_fits(profile: Profile, render: Renderer) -> None:
+def _prove(profile: Profile, vocab: Vocab, rule: MaskRule) -> str:
+    """Prove ``rule`` on the tokenizer's template (:mod:`sftpack.builder.prove`), or one line naming the conversation
+    and why it cannot be masked."""
+    from sftpack.builder.prove import ProofFailure, battery, prove
+    from sftpack.families.infer import TemplateRunner
+
+    template = vocab.info.chat_template
+    written = tuple(t for t in vocab.special_tokens if t.strip() and t in template)  # the template's own tokens
+    try:
+        report = prove(TemplateRunner(template, template_variables(profile, vocab)), rule, battery(rule, written), written)
+    except ProofFailure as e:
+        raise UsageError(f"{profile.model}: the tokenizer's chat template cannot be masked: {e}") from None
+    return f"rule {rule.name!r} {report.line()}"
+
+
+def rule_of(profile: Profile, vocab: Vocab) -> MaskRule:
+    """The profile's rule; for ``loss_mask: inferred``, the rule inferred from the tokenizer's chat template."""
+    if profile.loss_mask != INFERRED:
+        return profile.rule
+    from sftpack.families.infer import InferenceError, infer_rule
+
+    if vocab.info.chat_template is None:
+        raise UsageError(f"{profile.model}: its loss-mask rule is inferred from the checkpoint's chat template, and the "
+                         f"tokenizer ({vocab.info.description}) has none: {where_to_get(profile)}")
+    try:
+        return infer_rule(vocab.info.chat_template, INFERRED, template_variables(profile, vocab)).rule
+    except InferenceError as e:
+        raise UsageError(f"{profile.model}: cannot infer a loss-mask rule from the tokenizer's chat template: {e}") from None
+
+
+def where_to_get(profile: Profile) -> str:
+    return (f"pass --tokenizer DIR, a copy of the tokenizer files of the hub repository {profile.hub_repo} with the "
+            "checkpoint's chat template (in tokenizer_config.json or chat_template.jinja)")
+
+
+def check_rule_fits(profile: Profile, render: Renderer, rule: MaskRule) -> None:
     """Refuse, naming the rule file, a loss-mask rule that places the turns of none of the probe conversations: its
     header or end marker is not what the template writes (a rule file a user wrote for a profile of their own).
     Some probes are odd (two assistant messages in a row) and a template may merge their turns: one is enough."""
     from sftpack.families.jinja import TurnNotFound
     from sftpack.families.probe import probe_conversations
 
-    rule, misfit = profile.rule, None
+    misfit = None
     for conversation in probe_conversations():
         try:
             supervised_spans(close_final_turn(render(conversation), rule), conversation, rule)
@@ -138,23 +195,6 @@ def check_rule_fits(profile: Profile, render: Renderer) -> None:
     if misfit is not None:
         raise UsageError(f"{rule.path or rule.name}: the loss-mask rule does not fit the turns the {profile.template} "
                          f"template writes ({misfit}): check its header, end_of_turn and after_end_of_turn")
-
-
-def fallback_refusal(rule: MaskRule) -> str | None:
-    """Why the Jinja fallback cannot mask a family's turns, or None. The fallback finds each assistant turn by its
-    header and closes it at the first end-of-turn marker after it; that needs a marker the template writes at the
-    end of every assistant turn. A rule with ``final_turn_end`` says its template leaves the last turn open."""
-    if rule.final_turn_end:
-        return ("its template writes no end-of-turn marker (a turn ends where the next role token starts, and the "
-                "last turn with the text), so the fallback cannot tell where an assistant turn ends")
-    return None
-
-
-def _refuse_fallback(profile: Profile, why: str) -> None:
-    reason = fallback_refusal(profile.rule)
-    if reason is not None:
-        raise UsageError(f"{profile.model}: {why}, and the Jinja fallback cannot mask the {profile.template} family: "
-                         f"{reason}; use a tokenizer directory with the official template")
 
 
 def _both_raise(a, b, conversation) -> bool:
@@ -180,10 +220,9 @@ def control_text_of(rule: MaskRule, vocab: Vocab) -> tuple[str, ...]:
 _MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]")  # <|im_start|>, <turn|>, [EOS]: written as one token each
 
 
-def check_markers(profile: Profile, vocab: Vocab) -> None:
+def check_markers(profile: Profile, vocab: Vocab, rule: MaskRule) -> None:
     """Refuse a tokenizer without the family's header and end-of-turn markers as special tokens (another
     family's tokenizer): the markers would be tokenized as plain text, and the rows would be silently wrong."""
-    rule = profile.rule
     wanted = {m for text in (*rule.header.split("{name}"), *rule.end_markers) for m in _MARKER.findall(text)}
     missing = sorted(m for m in wanted if m not in vocab.special_tokens)
     if missing:
@@ -194,16 +233,35 @@ def check_markers(profile: Profile, vocab: Vocab) -> None:
 
 
 def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
-    check_markers(profile, vocab)
-    render, description = choose_renderer(profile, vocab)
-    check_rule_fits(profile, render)
+    _check_template_sha256(profile, vocab)
+    rule = rule_of(profile, vocab)
+    check_markers(profile, vocab, rule)
+    render, description = choose_renderer(profile, vocab, rule)
+    check_rule_fits(profile, render, rule)
     for name, option in profile.family.options.items():  # the record's `renderer` shows what the rows were rendered with
         if option.record:
             description += "; " + option.record.format(value=profile.template_options[name])
-    rule = profile.rule
+    if profile.loss_mask == INFERRED:  # the record names the rule the build inferred
+        description += (f"; loss-mask rule inferred from it: header {rule.header!r}, skipped {list(rule.skips)!r}, "
+                        f"end of turn {list(rule.end_markers)!r} then {rule.after_end_of_turn!r}")
     if rule.final_turn_end:  # the rows' text is not the template's alone: say so in the record
         description += f"; {rule.final_turn_end} appended after a final assistant turn (rule {rule.name})"
     return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab))
+
+
+def _check_template_sha256(profile: Profile, vocab: Vocab) -> None:
+    """A warning when the tokenizer's chat template is not the one the profile's rule was inferred from (the rule
+    is still proved on it wherever no native renderer vouches for it)."""
+    import hashlib
+
+    from sftpack.tokenizers.loading import warn_once
+
+    template = vocab.info.chat_template
+    if profile.template_sha256 and template is not None:
+        actual = hashlib.sha256(template.encode("utf-8")).hexdigest()
+        if actual != profile.template_sha256:
+            warn_once(f"{profile.model}: the tokenizer's chat template (sha256 {actual[:16]}...) is not the one its "
+                      f"rule was inferred from ({profile.template_sha256[:16]}...)")
 
 
 @lru_cache(maxsize=16)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from sftpack.base.errors import UsageError
 from sftpack.builder.mask import RuleMismatch, close_final_turn, supervised_spans
-from sftpack.families.infer import MARKER, TemplateRunner, common_prefix
+from sftpack.families.infer import MARKER, REASONING_MARKERS, TemplateRunner, common_prefix
 from sftpack.families.jinja import JinjaRenderer
 from sftpack.families.profiles import MaskRule, list_mask_rules, load_mask_rule
 from sftpack.families.render import TemplateError
@@ -128,9 +128,6 @@ def battery(rule: MaskRule, extra: tuple = (), sample: int = SAMPLE_CONVERSATION
     return sample_conversations(sample) + edge_cases() + forgeries(control_texts([*known_rules(), rule], extra))
 
 
-REASONING_MARKERS = ("<think>", "</think>")  # content semantics: templates split reasoning at them
-
-
 def sanitized_markers(rule: MaskRule, special_tokens=()) -> list[str]:
     """What the Jinja path fills in content before it looks for turns: the tokens of the rule's header and end
     markers, but not a reasoning opener in a header (``...assistant\n<think>``): filling it would change how the
@@ -221,8 +218,8 @@ def _prove_turn(render, jinja, rule, messages, text, turn, start, end) -> None:
     if i == len(messages) - 1 and supervised != alone:
         raise _Refused(f"message {i}: supervised {supervised!r}, but the template writes {alone!r} after the generation prompt")
     if _normalized(supervised, rule) != _normalized(alone, rule):
-        raise _Refused(f"message {i}'s supervised text changes when later messages follow (as the last message "
-                       f"{_short(alone)}, followed {_short(supervised)}): the template is not prefix-stable")
+        raise _Refused(f"message {i}'s supervised text changes when later messages follow, the template is not "
+                       f"prefix-stable (as the last message {_short(alone)}, followed {_short(supervised)})")
 
 
 def _content_starts_with(content: str, disputed: str) -> bool:
@@ -248,7 +245,7 @@ def _normalized(supervised: str, rule: MaskRule) -> str:
 
 
 def _short(text: str) -> str:
-    return repr(text if len(text) <= 60 else text[:28] + "..." + text[-28:])
+    return repr(text if len(text) <= 40 else text[:18] + "..." + text[-18:])
 
 
 def _prove_forgery(jinja, rule, messages, neutral, spans) -> None:

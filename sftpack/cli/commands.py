@@ -11,6 +11,7 @@ import sys
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
 from sftpack.builder.config import add_arguments, from_arguments
+from sftpack.cli.new_model import add_new_model
 
 
 def _add_build(sub) -> None:
@@ -74,19 +75,30 @@ def cmd_models(args) -> int:
     if args.json:
         print(json.dumps([{
             "model": p.model, "hub": p.hub_repo, "revision": p.hub_revision, "template": p.template,
-            "loss_mask": p.loss_mask, "offline_tokenizer": p.offline_tokenizer,
+            "loss_mask": p.loss_mask, "masked": masked(p), "offline_tokenizer": p.offline_tokenizer,
             "build_name": p.build_name, "eos_token": p.eos_token, "pins": p.pins,
-            "published_rows_sha256": p.published.get("rows_sha256"),
+            "template_sha256": p.template_sha256, "published_rows_sha256": p.published.get("rows_sha256"),
         } for p in profiles], indent=2))
         return 0
     # "offline": whether a build works without the hub and without --tokenizer (an offline vocabulary exists)
-    rows = [(p.model, p.template, p.loss_mask, "yes" if p.offline_tokenizer else "--tokenizer DIR", p.build_name,
-             (p.hub_revision or "unpinned")[:12], (p.published.get("rows_sha256") or "-")[:16]) for p in profiles]
-    header = ("model", "family", "loss mask", "offline", "build name", "hub revision", "published rows_sha256")
+    rows = [(p.model, p.template, p.loss_mask, masked(p), "yes" if p.offline_tokenizer else "--tokenizer DIR",
+             p.build_name, (p.hub_revision or "unpinned")[:12], (p.published.get("rows_sha256") or "-")[:16])
+            for p in profiles]
+    header = ("model", "family", "loss mask", "masked", "offline", "build name", "hub revision", "published rows_sha256")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     for row in [header, *rows]:
         print(" ".join(cell.ljust(width) for cell, width in zip(row, widths)) + " " + row[-1])
     return 0
+
+
+def masked(profile) -> str:
+    """How a profile's turns are found and masked: its family's native renderer and rule, a rule inferred from the
+    checkpoint's template (shipped, proved again at each build), or one inferred and proved when it builds."""
+    from sftpack.families.profiles import INFERRED
+
+    if profile.loss_mask == INFERRED:
+        return "inferred at build"
+    return "native" if profile.family.render is not None else "inferred"
 
 
 def _add_hash(sub) -> None:
@@ -328,4 +340,5 @@ def _use_color(args) -> bool:
     return args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
 
 
-COMMANDS = [_add_build, _add_models, _add_hash, _add_convert, _add_encode, _add_verify, _add_inspect, _add_diff, _add_loss]
+COMMANDS = [_add_build, _add_models, add_new_model, _add_hash, _add_convert, _add_encode, _add_verify, _add_inspect, _add_diff,
+            _add_loss]

@@ -30,6 +30,7 @@ from sftpack.families.render import TemplateError
 USER_1, USER_2, ANSWER_1, ANSWER_2, REASONING, SYSTEM = "Uq7one", "Uq7two", "Aq7one", "Aq7two", "Rq7why", "Sq7sys"
 # An answer with reasoning, spaced as no template writes it: a template that splits reasoning off rewrites it
 THOUGHTFUL = f"<think>\n\n{REASONING}\n\n</think>\n\n\n{ANSWER_1}"
+REASONING_MARKERS = ("<think>", "</think>")  # content semantics: templates split reasoning off at them
 MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]|\][^\s\[\]]*\[")  # <|im_end|>, [EOS], ]~b] / [e~[: one token each
 
 
@@ -248,13 +249,15 @@ def _scalar(value) -> str:
 def rule_yaml(inferred: Inferred, source: str, proof: str) -> str:
     """The rule file ``masks/NAME.yaml``: a comment saying what the probes found, the keys, the worked example."""
     rule, facts = inferred.rule, inferred.facts
-    lines = [
-        f"# Loss-mask rule `{rule.name}`, inferred by `sftpack new-model` from {source}.",
-        f"# Generation prompt {facts.generation_prompt!r}; turn convention: {facts.convention}; the template "
-        f"{'strips' if facts.strips_content else 'keeps'} the whitespace around an answer; {facts.reasoning}.",
-        "# Each assistant turn is supervised from just after its header (and the longest skipped text that follows",
-        "# it: the rest of the generation prompt) through its end-of-turn marker and separator: what the model writes",
-        f"# after the generation prompt. {proof}.",
+    import textwrap
+
+    comment = (f"Loss-mask rule `{rule.name}`, inferred by `sftpack new-model` from {source}. Generation prompt "
+               f"{facts.generation_prompt!r}; turn convention: {facts.convention}; the template "
+               f"{'strips' if facts.strips_content else 'keeps'} the whitespace around an answer; {facts.reasoning}. "
+               "Each assistant turn is supervised from just after its header (and the longest skipped text that "
+               "follows it: the rest of the generation prompt) through its end-of-turn marker and separator: what the "
+               f"model writes after the generation prompt. {proof[:1].upper() + proof[1:]}.")
+    lines = [*("# " + line for line in textwrap.wrap(comment, 114, break_long_words=False, break_on_hyphens=False)),
         f"name: {rule.name}",
         "role: assistant",
         f"header: {_scalar(rule.header)}",

@@ -22,6 +22,9 @@ from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_na
 from sftpack.tokenizers.registry import OfflineTokenizer
 from sftpack.families.schema import Key, check, read_yaml
 
+# The loss_mask of a profile whose rule is inferred from the tokenizer's chat template when it builds
+# (sftpack.families.infer), and proved on it first (sftpack.builder.prove): a model whose template is not public.
+INFERRED = "inferred"
 TULU_REPO = "allenai/tulu-3-sft-mixture"
 TULU_REVISION = "b14afda60f1bbebe55d5d2fa1e4df5042f97f8be"
 
@@ -98,7 +101,8 @@ PROFILE_KEYS = {
         "repo": Key(str, "the hub repository", nonempty=True),
         "revision": Key(str, "the pinned commit (null: not pinned)", default=None)}),
     "template": Key(str, "the template family", choices=lambda: sorted(FAMILIES)),
-    "loss_mask": Key(str, "the loss-mask rule (masks/RULE.yaml; default: the family's name)", default=None),
+    "loss_mask": Key(str, "the loss-mask rule (masks/RULE.yaml; default: the family's name), or inferred: from the "
+                          "tokenizer's chat template when it builds", default=None),
     "build_name": Key(str, "the output name", nonempty=True),
     # A dict, or the name of another profile whose tokenizer block this one shares.
     "tokenizer": Key((dict, str), "the tokenizer block, or the profile whose block is shared", keys=TOKENIZER_KEYS),
@@ -108,6 +112,7 @@ PROFILE_KEYS = {
     "published": Key(dict, "the published recipe's figures (free form)", default={}),
     "template_options": Key(dict, "what the family's renderer takes (gpt_oss: the pinned date, YYYY-MM-DD)", default={},
                             values=str),
+    "template_sha256": Key(str, "sha256 of the chat template the rule was inferred from", default=None),
 }
 
 
@@ -127,6 +132,7 @@ class Profile:
     path: Path
     template_options: dict = field(default_factory=dict)  # bound to the native renderer; shown in the build record
     token_ids: dict = field(default_factory=dict)  # special token -> id that the model's tokenizer has
+    template_sha256: str | None = None  # the template `sftpack new-model` inferred the rule from
 
     @property
     def rule(self) -> MaskRule:
@@ -222,11 +228,12 @@ def load_profile(model: str) -> Profile:
     if data["loss_mask"] is None:
         data["loss_mask"] = data["template"]
     family = get_family(data["template"])
-    rule = _rule_path(data["loss_mask"], path.parent.parent / "masks")
-    if rule is None:
-        raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "
-                         f"(allowed: {', '.join(list_mask_rules())})")
-    _load_rule_file(rule)  # a broken rule fails with the profile, naming the rule file
+    if data["loss_mask"] != INFERRED:
+        rule = _rule_path(data["loss_mask"], path.parent.parent / "masks")
+        if rule is None:
+            raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "
+                             f"(allowed: {', '.join(list_mask_rules())}, {INFERRED})")
+        _load_rule_file(rule)  # a broken rule fails with the profile, naming the rule file
     options = _check_template_options(data["template_options"], family.options, path)
     return Profile(
         model=data["model"],
@@ -243,6 +250,7 @@ def load_profile(model: str) -> Profile:
         path=path,
         template_options=options,
         token_ids=dict(tok["ids"]),
+        template_sha256=data["template_sha256"],
     )
 
 

@@ -8,7 +8,7 @@ Tokenizer libraries load only when a family's vocabulary is used.
     >>> get_family("qwen3.5")
     Traceback (most recent call last):
     ...
-    sftpack.base.refs.UnknownName: Unknown template family 'qwen3.5'; known: deepseek_v4, gemma4, glm4_5, glm4_7_flash, gpt_oss, kimi_k25, minimax_m2, nemotron3_nano, qwen3, qwen3_5
+    sftpack.base.refs.UnknownName: Unknown template family 'qwen3.5'; known: deepseek_v4, gemma4, glm4_5, glm4_7_flash, gpt_oss, jinja, kimi_k25, minimax_m2, nemotron3_nano, qwen3, qwen3_5
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ FAMILIES: dict[str, Family] = {
     "glm4_5": glm.GLM4_5,
     "glm4_7_flash": glm.GLM4_7_FLASH,
     "deepseek_v4": deepseek_v4.FAMILY,
+    # no native renderer: the checkpoint's own chat template through Jinja, its rule proved on it at every build (a
+    # model whose rule `sftpack new-model` inferred, or a profile with loss_mask: inferred)
+    "jinja": Family(),
 }
 
 

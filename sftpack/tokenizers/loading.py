@@ -75,7 +75,8 @@ def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow
         return vocab
     raise UsageError(
         f"cannot reach the Hugging Face hub to fetch the {profile.model} tokenizer and no offline copy exists: "
-        "pass --tokenizer DIR (a local tokenizer directory)"
+        f"pass --tokenizer DIR, a copy of the tokenizer files of the hub repository {profile.hub_repo} (tokenizer.json "
+        "or tiktoken.model, tokenizer_config.json, and chat_template.jinja where it has one)"
     )
 
 
@@ -125,7 +126,7 @@ def _pin_states(profile: TokenizerProfile, files: dict[str, str]) -> dict[str, s
     return states
 
 
-def _read_config(directory: Path) -> dict:
+def read_tokenizer_config(directory: Path) -> dict:
     path = directory / "tokenizer_config.json"
     if not path.exists():
         return {}
@@ -135,13 +136,13 @@ def _read_config(directory: Path) -> dict:
         raise UsageError(f"{path}: not valid JSON ({e})") from e
 
 
-def _token_text(value) -> str | None:
+def token_text(value) -> str | None:
     if isinstance(value, dict):  # {"content": "<eos>", ...} in older configs
         return value.get("content")
     return value
 
 
-def _chat_template(directory: Path, config: dict, files: dict[str, str]) -> tuple[str | None, Path | None]:
+def chat_template_of(directory: Path, config: dict, files: dict[str, str]) -> tuple[str | None, Path | None]:
     """The chat template and the file it is read from; one that is not text is refused, naming that file."""
     jinja = directory / "chat_template.jinja"
     if jinja.exists():
@@ -199,19 +200,19 @@ def _load_local(profile: TokenizerProfile, path: Path, description: str | None =
     if not path.exists():
         raise UsageError(f"--tokenizer {path}: no such file or directory")
     directory = path if path.is_dir() else path.parent
-    config = _read_config(directory)
+    config = read_tokenizer_config(directory)
     files: dict[str, str] = {}
     if (directory / "tokenizer_config.json").exists():
         files["tokenizer_config.json"] = file_sha256(directory / "tokenizer_config.json").sha256
-    eos = _token_text(config.get("eos_token")) or profile.eos_token
-    template, template_file = _chat_template(directory, config, files)
+    eos = token_text(config.get("eos_token")) or profile.eos_token
+    template, template_file = chat_template_of(directory, config, files)
     request = TokenizerFiles(path, directory, profile, eos, files, template, description, source)
     vocab = resolve(_format_of(profile, directory).load)(request)
     vocab.info.chat_template_file = str(template_file) if template_file else None
     for name in profile.informational_files:  # recorded (the record's files are the request's) to say which it is
         if (directory / name).exists():
             request.hash(name)
-    vocab.bos_token = _token_text(config.get("bos_token"))
+    vocab.bos_token = token_text(config.get("bos_token"))
     vocab.info.pins = _pin_states(profile, files)
     return vocab
 

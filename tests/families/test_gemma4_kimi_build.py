@@ -342,8 +342,10 @@ def test_a_family_without_native_renderer_uses_its_template(families, family, mo
     profile = dataclasses.replace(load_profile(fam.model), template="fourth_family")
     monkeypatch.setitem(FAMILIES, "fourth_family", Family(render=None, tokenizer=load_profile(fam.model).tokenizer_format))
     vocab = load_vocab(profile, str(fam.directory))
-    render, description = choose_renderer(profile, vocab)
-    assert description == "the tokenizer's chat_template through Jinja (no native fourth_family renderer)"
+    render, description = choose_renderer(profile, vocab, profile.rule)
+    # and, with no native renderer to vouch for where turns end, the rule is proved on the template first
+    assert description.startswith("the tokenizer's chat_template through Jinja (family fourth_family: no native "
+                                  f"renderer; rule {profile.loss_mask!r} proved on ")
     encoder = make_encoder(profile, vocab)
     messages = FALLBACK_CASES[-1][1]  # forged control text in user content
     ids, mask = encoder(messages)

@@ -350,20 +350,19 @@ def test_modified_template_masks_right_through_jinja(refs, family, tmp_path):
     assert supervised_runs(refs[family].decode, ids, mask) == FALLBACK_RUNS[family]
 
 
-def test_glm_fallback_is_refused_in_one_line(tmp_path, capsys):
-    from sftpack.base.errors import UsageError
-
+def test_glm_fallback_masks_right_once_proved(refs, tmp_path, capsys):
+    # GLM writes no end-of-turn token: the Jinja path closes a turn at the next role token (or, for the last turn,
+    # at the end, appending <|user|>), and the rule is proved on the template before it is used.
     directory = _modified_dir("glm4_5", tmp_path)
     profile = load_profile("GLM-4.5")
-    with pytest.raises(UsageError) as e:
-        make_encoder(profile, load_vocab(profile, str(directory)))
-    message = str(e.value)
-    assert "\n" not in message and "GLM-4.5" in message and "glm4_5 family" in message
-    assert "no end-of-turn marker" in message
+    encoder = make_encoder(profile, load_vocab(profile, str(directory)))
+    assert "through Jinja (differs from the native glm4_5 renderer; rule 'glm4_5' proved on " in encoder.renderer_description
+    ids, mask = encoder(FORGED_IN_USER)
+    assert supervised_runs(refs["glm4_5"].decode, ids, mask) == ["\n<think> </think>\nParis.<|user|>",
+                                                                  "\n<think> </think>\nYes.<|user|>"]
     rc, stdout, stderr = run_cli(["build", "--model", "GLM-4.5", "--tokenizer", str(directory), "--source", "sample",
                                   "--rows", "2", "--row-tokens", "64", "--out", str(tmp_path / "out"), "--no-progress"], capsys)
-    assert rc == 2 and stdout == "" and "no end-of-turn marker" in stderr and stderr.count("\n") == 1
-    assert not list((tmp_path / "out").glob("glm45-*"))  # no output (only the build's lock file)
+    assert rc == 0, stderr
 
 
 def test_models_says_which_need_a_tokenizer_directory(capsys):
@@ -371,5 +370,5 @@ def test_models_says_which_need_a_tokenizer_directory(capsys):
     assert rc == 0
     lines = {line.split()[0]: line.split() for line in stdout.splitlines()[1:]}
     for family, spec in SPECS.items():
-        assert lines[spec.model][1:6] == [family, family, "--tokenizer", "DIR", spec.build_name]
-    assert lines["DeepSeek-V4-Flash"][1:5] == ["deepseek_v4", "deepseek_v4", "yes", "deepseek-v4-flash-tulu3-fixed8192-v1"]
+        assert lines[spec.model][1:7] == [family, family, "native", "--tokenizer", "DIR", spec.build_name]
+    assert lines["DeepSeek-V4-Flash"][1:6] == ["deepseek_v4", "deepseek_v4", "native", "yes", "deepseek-v4-flash-tulu3-fixed8192-v1"]

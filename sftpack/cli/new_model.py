@@ -1,0 +1,181 @@
+"""``sftpack new-model``: a model profile - and a loss-mask rule when no shipped one fits - from a checkpoint's chat
+template, proved before it is written.
+
+The rule is inferred from probe renders of the template (:mod:`sftpack.families.infer`), proved on the battery
+(:mod:`sftpack.builder.prove`), and compared with the shipped rules: one that gives the same supervision on the
+battery is reused. The family is a native renderer's when it reproduces the template on the probe conversations
+(faster builds), else ``jinja`` (the template itself). The profile records the template's sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from sftpack.base.errors import UsageError
+
+CLOCK_DATE = "2025-08-05"  # a template that reads the clock (strftime_now) is pinned to this date
+
+
+def add_new_model(sub) -> None:
+    p = sub.add_parser("new-model", help="infer a profile and loss-mask rule from a checkpoint's chat template",
+                       description=("Read the tokenizer files and chat template of DIR, infer the loss-mask rule from "
+                                    "probe renders of the template, prove it on the bundled sample and generated edge "
+                                    "cases, and write OUT/configs/MODEL.yaml (and OUT/masks/RULE.yaml when no shipped "
+                                    "rule gives the same supervision). Build with --model OUT/configs/MODEL.yaml."))
+    p.add_argument("--tokenizer", required=True, metavar="DIR", help="the checkpoint's tokenizer directory")
+    p.add_argument("--name", required=True, metavar="MODEL", help="the model's name (the profile's file name)")
+    p.add_argument("--out", default=".", metavar="DIR", help="where configs/ and masks/ are written (default: .)")
+    p.add_argument("--rule", metavar="NAME", help="the rule's name (default: from the model's name)")
+    p.add_argument("--hub", metavar="REPO", help="the hub repository (default: the tokenizer config's name_or_path)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing profile and rule files")
+    p.set_defaults(func=cmd_new_model)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    directory: Path
+    template: str
+    template_sha256: str
+    bos_token: str | None
+    eos_token: str
+    special_tokens: tuple[str, ...]
+    name_or_path: str | None
+
+
+def read_checkpoint(directory: Path) -> Checkpoint:
+    """The chat template, BOS/EOS and special tokens of a tokenizer directory; one line when something is missing."""
+    from sftpack.tokenizers.loading import chat_template_of, read_tokenizer_config, token_text
+
+    if not directory.is_dir():
+        raise UsageError(f"--tokenizer {directory}: no such directory (a checkpoint's tokenizer directory: "
+                         "tokenizer.json, tokenizer_config.json, chat_template.jinja)")
+    config = read_tokenizer_config(directory)
+    template, _ = chat_template_of(directory, config, {})
+    if not template:
+        raise UsageError(f"--tokenizer {directory}: no chat template (neither chat_template.jinja nor "
+                         "tokenizer_config.json's chat_template)")
+    eos = token_text(config.get("eos_token"))
+    if not eos:
+        raise UsageError(f"{directory / 'tokenizer_config.json'}: no eos_token (the token placed between conversations)")
+    specials = dict.fromkeys(t["content"] for t in config.get("added_tokens_decoder", {}).values()
+                             if isinstance(t, dict) and t.get("content"))
+    tokenizer_json = directory / "tokenizer.json"
+    if tokenizer_json.is_file():
+        try:
+            added = json.loads(tokenizer_json.read_text(encoding="utf-8")).get("added_tokens", [])
+        except ValueError as e:
+            raise UsageError(f"{tokenizer_json}: not valid JSON ({e})") from None
+        specials.update(dict.fromkeys(t["content"] for t in added if isinstance(t, dict) and t.get("content")))
+    return Checkpoint(directory, template, hashlib.sha256(template.encode("utf-8")).hexdigest(),
+                      token_text(config.get("bos_token")), eos, tuple(t for t in specials if t.strip()),
+                      config.get("name_or_path") or config.get("_name_or_path"))
+
+
+def template_variables(checkpoint: Checkpoint) -> dict:
+    import datetime
+
+    variables = {"bos_token": checkpoint.bos_token, "eos_token": checkpoint.eos_token}
+    if "strftime_now" in checkpoint.template:
+        variables["strftime_now"] = datetime.date.fromisoformat(CLOCK_DATE).strftime
+    return {k: v for k, v in variables.items() if v is not None}
+
+
+def native_family(checkpoint: Checkpoint, variables: dict) -> str | None:
+    """The first native family whose renderer writes exactly what the template writes on the probe conversations
+    and whose tokenizer format reads the directory (Kimi's needs its tiktoken.model)."""
+    from sftpack.builder.encode import reproduces
+    from sftpack.families.infer import TemplateRunner
+    from sftpack.families.registry import FAMILIES
+    from sftpack.tokenizers.registry import get_tokenizer_format
+
+    runner = TemplateRunner(checkpoint.template, variables)
+    for name, family in FAMILIES.items():
+        marker = get_tokenizer_format(family.tokenizer).marker
+        if family.render is None or (marker and not (checkpoint.directory / marker).exists()):
+            continue
+        native = family.renderer({"date": CLOCK_DATE} if family.options else None)
+        if reproduces(native, runner):
+            return name
+    return None
+
+
+def fitting_rule(rule, runner, conversations, special_tokens):
+    """A shipped rule that supervises exactly what ``rule`` does on ``conversations`` (same spans), else ``rule``."""
+    from sftpack.builder.prove import same_supervision
+    from sftpack.families.profiles import list_mask_rules, load_mask_rule
+
+    for name in list_mask_rules():
+        shipped = load_mask_rule(name)
+        if shipped == rule or same_supervision(runner, rule, shipped, conversations, special_tokens):
+            return shipped
+    return rule
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
+
+
+def profile_yaml(args, checkpoint: Checkpoint, family: str, rule_name: str, proof: str) -> str:
+    hub = args.hub or checkpoint.name_or_path or args.name
+    import textwrap
+
+    comment = (f"Model profile written by `sftpack new-model` from the chat template of {checkpoint.directory} (sha256 "
+               f"{checkpoint.template_sha256}). Rule {rule_name}: {proof}. No vocabulary is offline: build with "
+               f"--model configs/{args.name}.yaml --tokenizer DIR.")
+    lines = [*("# " + line for line in textwrap.wrap(comment, 114, break_long_words=False, break_on_hyphens=False)),
+        f"model: {json.dumps(args.name)}",
+        "hub:",
+        f"  repo: {json.dumps(hub)}",
+        "  revision: null",
+        f"template: {family}",
+        f"loss_mask: {rule_name}",
+        f"build_name: {_slug(args.name).replace('_', '-')}-tulu3-fixed8192-v1",
+        f"template_sha256: {checkpoint.template_sha256}",
+        "tokenizer:",
+        f"  eos_token: {json.dumps(checkpoint.eos_token, ensure_ascii=False)}",
+        "  pins: {}",
+        "  offline: null",
+        "defaults: {rows: 6400, row_tokens: 8192, seed: 42}",
+    ]
+    if family == "gpt_oss":
+        lines.append(f"template_options: {{date: \"{CLOCK_DATE}\"}}")
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str, overwrite: bool) -> None:
+    if path.exists() and not overwrite:
+        raise UsageError(f"{path} exists (--overwrite to replace it)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def cmd_new_model(args) -> int:
+    from sftpack.builder.prove import battery, prove
+    from sftpack.families.infer import TemplateRunner, infer_rule, rule_yaml
+
+    checkpoint = read_checkpoint(Path(args.tokenizer))
+    variables = template_variables(checkpoint)
+    inferred = infer_rule(checkpoint.template, args.rule or _slug(args.name), variables)
+    runner = TemplateRunner(checkpoint.template, variables)
+    written = tuple(t for t in checkpoint.special_tokens if t in checkpoint.template)  # the template's own tokens
+    conversations = battery(inferred.rule, written)
+    report = prove(runner, inferred.rule, conversations, written)
+    rule = fitting_rule(inferred.rule, runner, conversations, written)
+    family = native_family(checkpoint, variables) or "jinja"
+    out = Path(args.out)
+    text = rule_yaml(inferred, f"the chat template of {args.name} (sha256 {checkpoint.template_sha256[:16]}...)", report.line())
+    print(text, end="")
+    if rule is inferred.rule:
+        _write(out / "masks" / f"{rule.name}.yaml", text, args.overwrite)
+        print(f"wrote {out / 'masks' / (rule.name + '.yaml')}")
+    else:
+        print(f"the shipped rule {rule.name} supervises exactly this on the {len(conversations)} battery conversations: reused")
+    profile = out / "configs" / f"{args.name}.yaml"
+    _write(profile, profile_yaml(args, checkpoint, family, rule.name, report.line()), args.overwrite)
+    print(f"wrote {profile} (family {family}; {report.line()})")
+    print(f"build: sftpack build --model {profile} --tokenizer {args.tokenizer}")
+    return 0
