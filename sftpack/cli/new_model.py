@@ -108,9 +108,14 @@ def fitting_rule(rule, runner, conversations, special_tokens):
     from sftpack.builder.prove import same_supervision
     from sftpack.families.profiles import list_mask_rules, load_mask_rule
 
+    example = rule.example["turn"]
     for name in list_mask_rules():
         shipped = load_mask_rule(name)
-        if shipped == rule or same_supervision(runner, rule, shipped, conversations, special_tokens):
+        if shipped == rule:
+            return shipped
+        # only a rule whose markers the template writes can supervise the same (a cheap look before the battery)
+        written = shipped.header.split("{name}")[0] in example and all(m in example for m in shipped.end_markers[:1])
+        if written and same_supervision(runner, rule, shipped, conversations, special_tokens):
             return shipped
     return rule
 

@@ -354,7 +354,7 @@ def test_a_family_without_native_renderer_uses_its_template(families, family, mo
     assert ids.tolist() == fam.tokenize(fam.render(messages))[0]
     vocab.info.chat_template = None
     with pytest.raises(UsageError, match="no native 'fourth_family' renderer"):
-        choose_renderer(profile, vocab)
+        choose_renderer(profile, vocab, profile.rule)
 
 
 def test_rev2_folded_model_turns_are_refused_not_guessed(fallback):
