@@ -9,6 +9,7 @@ battery is reused. The family is a native renderer's when it reproduces the temp
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -111,10 +112,10 @@ def fitting_rule(rule, runner, conversations, special_tokens):
     example = rule.example["turn"]
     for name in list_mask_rules():
         shipped = load_mask_rule(name)
-        if shipped == rule:
+        if dataclasses.replace(rule, name=shipped.name) == shipped:
             return shipped
         # only a rule whose markers the template writes can supervise the same (a cheap look before the battery)
-        written = shipped.header.split("{name}")[0] in example and all(m in example for m in shipped.end_markers[:1])
+        written = shipped.header.split("{name}")[0] in example and any(m in example for m in shipped.end_markers)
         if written and same_supervision(runner, rule, shipped, conversations, special_tokens):
             return shipped
     return rule
