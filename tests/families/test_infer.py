@@ -7,8 +7,8 @@ import datetime
 
 import pytest
 
+from helpers.rows_fixtures import sample_conversations
 from helpers.shared import official_template
-from sftpack.builder.conversation import Skip, check_messages
 from sftpack.builder.mask import close_final_turn, supervised_spans
 from sftpack.builder.prove import sanitized_markers
 from sftpack.families.infer import InferenceError, infer_rule
@@ -38,20 +38,6 @@ DIFFERENT_TEXT = {
                       "inferred rule skips the longest of both, the shipped rule one fixed <think> (it supervises the "
                       "\\n of a reasoning turn, which the generation prompt holds)",
 }
-
-
-def sample_conversations(count: int) -> list:
-    import pyarrow.parquet as pq
-
-    from sftpack.builder.source import SAMPLE_PATH
-
-    out = []
-    for row in pq.read_table(SAMPLE_PATH, columns=["messages"]).slice(0, count + 200).to_pylist():
-        try:
-            out.append(check_messages(row["messages"]))
-        except Skip:
-            continue
-    return out[:count]
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,15 @@ import pytest
 import yaml
 
 from helpers.family_vocabs import save_stand_in_dir
-from helpers.rows_fixtures import offline
+from helpers.rows_fixtures import offline, sample_conversations
 from helpers.shared import jinja_render, official_template
 from helpers.small_vocabs import kimi_test_files, save_gemma_test_tokenizer_dir
 from sftpack.builder.config import BuildConfig
 from sftpack.builder.conversation import Skip, check_messages
 from sftpack.builder.pipeline import build
-from sftpack.builder.source import SAMPLE_PATH
 from sftpack.cli import main
 from sftpack.families.profiles import list_profiles, load_profile
-from sftpack.families.probe import PROBE_CONVERSATIONS
+from sftpack.families.probe import probe_conversations
 from sftpack.tokenizers.loading import load_vocab
 
 LEADERBOARD = [
@@ -65,20 +64,10 @@ def test_every_leaderboard_model_has_a_profile_and_models_says_how_it_is_masked(
     assert code == 0 and len(out.splitlines()) == 1 + 22
 
 
-def _conversations(count):
-    out = []
-    for row in pq.read_table(SAMPLE_PATH, columns=["messages"]).slice(0, count + 50).to_pylist():
-        try:
-            out.append(check_messages(row["messages"]))
-        except Skip:
-            continue
-    return out[:count]
-
-
 def test_nemotron_nano_and_super_templates_render_tulu_conversations_identically():
     nano, super_ = official_template("nemotron3_nano.jinja"), official_template("nemotron3_super.jinja")
     assert nano != super_
-    for messages in _conversations(150) + [c for c in PROBE_CONVERSATIONS if check_ok(c)]:
+    for messages in sample_conversations(150) + [c for c in probe_conversations() if check_ok(c)]:
         for prompt in (False, True):
             assert jinja_render(super_, messages, add_generation_prompt=prompt) == \
                 jinja_render(nano, messages, add_generation_prompt=prompt)

@@ -90,3 +90,17 @@ def rewrite_as(src, dst, fmt: str, string_messages: bool) -> None:
         table = table.set_column(i, "messages", pa.array([f"sftpack row {k}" for k in range(table.num_rows)], pa.string()))
     table = table.replace_schema_metadata({**meta, b"sftpack.format": fmt.encode()})
     pq.write_table(table, dst, compression="zstd")
+
+
+def sample_conversations(count: int) -> list[list]:
+    """The first ``count`` conversations of the bundled sample that pass the build's checks (their messages)."""
+    from sftpack.builder.conversation import Skip, check_messages
+    from sftpack.builder.source import SAMPLE_PATH
+
+    out = []
+    for row in pq.read_table(SAMPLE_PATH, columns=["messages"]).slice(0, count + 200).to_pylist():
+        try:
+            out.append(check_messages(row["messages"]))
+        except Skip:
+            continue
+    return out[:count]
