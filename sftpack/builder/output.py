@@ -13,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from sftpack.base.arguments import argument
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
 
@@ -62,7 +63,8 @@ class OutputFiles:
         existing = [p.name for p in (self.parquet, self.record) if p.exists()]
         if existing and not self.overwrite:
             self._release()
-            raise UsageError(f"--out {self.dir}: {', '.join(existing)} already exist(s); pass --overwrite to replace")
+            raise UsageError(f"{argument('out')} {self.dir}: {', '.join(existing)} already exist(s); pass "
+                             f"{argument('overwrite', True)} to replace")
         self.remove_temporaries()  # left by a killed build
         return self
 

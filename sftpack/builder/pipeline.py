@@ -18,12 +18,13 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
-from sftpack.builder.config import ALL, BuildConfig
+from sftpack.builder.config import ALL, DEFAULTS, BuildConfig, hub_dataset
 from sftpack.builder.chunks import ChunkResult, chunk_task, encode_chunk
 from sftpack.builder.encode import ConversationEncoder, make_encoder
 from sftpack.builder.output import OutputFiles
 from sftpack.builder.pack import pack_chunks
-from sftpack.builder.record import BuildRecord, BuildStats, make_record
+from sftpack.builder.names import output_name
+from sftpack.builder.record import BuildRecord, BuildStats, OutputPaths, make_record
 from sftpack.builder.source import open_source
 from sftpack.builder.source.base import Source
 from sftpack.builder.workers import WorkerDied, WorkerPool
@@ -197,15 +198,19 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
     every_row = rows == ALL
     workers = config.workers or _usable_cores()
     revision = _dataset_revision(config)
-    name = config.name or profile.build_name
+    published = {key: profile.defaults.get(key, default) for key, default in DEFAULTS.items()}
+    names = output_name(profile.build_name, published, explicit=config.name, rows=rows, row_tokens=row_tokens,
+                        seed=seed)
+    name = names.name
     row_format = get_row_format(config.format)
-    outputs = OutputFiles(config.out, name, config.overwrite, row_format.suffix)
+    outputs = OutputFiles(config.out, names.stem, config.overwrite, row_format.suffix)
     with outputs:  # check the output directory before the slow steps
         # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
         # is only downloaded once the tokenizer has passed its pin checks.
         clock = _Clock()
-        if source is None and config.source != "hub":
-            source = open_source(config.source, revision=revision)
+        remote = config.source == "hub" or hub_dataset(config.source)
+        if source is None and not remote:
+            source = open_source(config.source, revision=revision, sharegpt=config.sharegpt)
         clock.mark("open_source_s")
         if vocab is None:
             vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
@@ -213,7 +218,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         clock.mark("load_vocab_s")
         encoder = make_encoder(profile, vocab)
         clock.mark("choose_renderer_s")
-        source = source or open_source(config.source, revision=revision)
+        source = source or open_source(config.source, revision=revision, sharegpt=config.sharegpt)
         order = permutation(len(source), seed)
         clock.mark("open_hub_and_permute_s")
         stats = BuildStats()
@@ -230,6 +235,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
                 stats=stats, parquet=(parquet_sha256, parquet_bytes), every_row=every_row, rows_format=config.format,
             )
             outputs.commit(record)
+            record.paths = OutputPaths(outputs.parquet, outputs.record)
         except BaseException:
             writer.abort()  # its file is open: a full disk gets its space back only once it is closed
             raise
@@ -238,9 +244,10 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
     return record
 
 
-def _dataset_revision(config: BuildConfig) -> str:
-    revision = config.dataset_revision or TULU_REVISION
-    if revision != TULU_REVISION and not config.allow_unpinned:
+def _dataset_revision(config: BuildConfig) -> str | None:
+    """``--dataset-revision``: for ``--source hub`` only the pinned Tulu 3 one unless ``--allow-unpinned``."""
+    revision = config.dataset_revision
+    if config.source == "hub" and revision not in (None, TULU_REVISION) and not config.allow_unpinned:
         raise UsageError(
             f"--dataset-revision {config.dataset_revision} is not the pinned {TULU_REPO} revision {TULU_REVISION}; "
             "pass --allow-unpinned to build from it anyway"
@@ -341,11 +348,16 @@ class Progress:
         now = time.monotonic()
         if now - self._shown >= 0.5:  # formatting on every row would cost more than the rows at 16 workers
             self._shown = now
-            rate = self.rows * self.row_tokens / max(now - self._start, 1e-9)
-            what = f"{self.rows:,} rows" if self.every_row else f"{self.stats.reached:,} conv"
-            self.bar.set_postfix_str(f"{what}, {rate / 1e6:.2f} Mtok/s", refresh=False)
+            self._postfix(now)
+
+    def _postfix(self, now: float) -> None:
+        rate = self.rows * self.row_tokens / max(now - self._start, 1e-9)
+        what = f"{self.rows:,} rows" if self.every_row else f"{self.stats.reached:,} conv"
+        self.bar.set_postfix_str(f"{what}, {rate / 1e6:.2f} Mtok/s", refresh=False)
 
     def close(self) -> None:
-        if self.every_row and not self.bar.disable:
-            self.bar.update(self.stats.reached - self.bar.n)
+        if not self.bar.disable:  # the last line shows the final counts, not those of the last refresh
+            if self.every_row:
+                self.bar.update(self.stats.reached - self.bar.n)
+            self._postfix(time.monotonic())
         self.bar.close()

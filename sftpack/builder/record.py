@@ -85,6 +85,10 @@ class DatasetInfo(_Section):
     source: str | None
     revision: str | None
     source_rows: int | None
+    shape: str | None = None  # "sharegpt": read from ShareGPT's conversations [{from, value}]
+    roles: dict | None = None  # then: each `from` and the role it was read as
+
+    OPTIONAL = ("shape", "roles")  # absent for Tulu-shaped sources: their records stay as they were
 
 
 @dataclass
@@ -102,9 +106,18 @@ class Counts(_Section):
     OPTIONAL = ("tail_tokens_dropped", "duplicate_ids")  # a --rows N record without duplicates stays as it was
 
 
+@dataclass(frozen=True)
+class OutputPaths:
+    parquet: Path  # the rows file, whatever its format
+    record: Path
+
+
 @dataclass(eq=False)
 class BuildRecord(_Section, Mapping):
-    """``OUT/NAME.build.yaml``. A read-only mapping too (``record["counts"]["skipped"]``), as the dict it was."""
+    """``OUT/NAME.build.yaml``. A read-only mapping too (``record["counts"]["skipped"]``), as the dict it was.
+    A build's own record also knows where it wrote the files: ``record.paths.parquet``, ``record.paths.record``."""
+
+    paths = None  # OutputPaths, set by the build that wrote the files (not part of the record's YAML)
 
     # rows_format: absent for parquet (a parquet build's record stays as it was); tokenizer_backends: absent from
     # records written before it was kept
@@ -218,7 +231,7 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
         model=profile.model,
         dataset=DatasetInfo(name="Tulu 3 SFT mixture" if hub else source.info.dataset,
                             source=TULU_REPO if hub else source.info.location, revision=source.info.revision,
-                            source_rows=len(source)),
+                            source_rows=len(source), shape=source.info.shape, roles=source.info.roles),
         counts=Counts(supervised_tokens=int(supervised), total_tokens=total, conversations_packed=stats.conversations,
                       source_rows_reached=stats.reached, rows_dropped_without_targets=stats.rows_dropped_unsupervised,
                       conversations_with_control_text=stats.control_text, skipped=dict(sorted(stats.skipped.items())),

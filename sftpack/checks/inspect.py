@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from sftpack.base.errors import UsageError
-from sftpack.builder.record import read_record_beside
+from sftpack.builder.record import read_record_beside, record_path_beside
+from sftpack.checks.identity import built_as
 from sftpack.checks.terminal import SUPERVISED_CLOSE, SUPERVISED_OPEN, paint, escape, render_segments
 from sftpack.rows.formats import open_rows_file
 
@@ -26,7 +27,7 @@ def _model_beside(path: Path) -> str | None:
 def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str | None = None, required: bool = True):
     """The tokenizer that decodes the rows: ``--tokenizer``/``--model``, else the model named in the build
     record beside the parquet, else the profile whose build name the parquet records."""
-    from sftpack.families.profiles import list_profiles, load_profile
+    from sftpack.families.profiles import load_profile
     from sftpack.tokenizers.loading import load_vocab
 
     parquet = Path(parquet)
@@ -34,8 +35,8 @@ def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str 
     if model is None:
         model = _model_beside(parquet)
     if model is None:
-        name = rows.build_name
-        model = next((m for m in list_profiles() if load_profile(m).build_name == name), None)
+        stated = built_as(rows.build_name)
+        model = stated.model if stated is not None else None
     if model is None:
         if required:
             raise UsageError(f"{parquet}: no build record beside it names the model: pass --model NAME (or --tokenizer)")
@@ -179,6 +180,7 @@ def summarize(path: str | Path) -> dict:
         "path": str(path),
         "build": rows.build_name,
         "model": _model_beside(path),
+        "built_as": _built_as(path, rows.build_name),
         "rows": nrows,
         "rows_sha256": figures["rows_sha256"],
         "row_tokens": width,
@@ -231,6 +233,18 @@ def _histogram(values: np.ndarray, bins: int = 10) -> list[dict]:
     return [{"from": int(a), "to": int(b), "rows": int(c)} for a, b, c in zip(edges, edges[1:], counts)]
 
 
+def _built_as(path: Path, build_name: str | None) -> dict | None:
+    """Seed, loss mask and tokenizer: from the build record beside the file, else as its build name states."""
+    record = read_record_beside(path)
+    if record is not None and record.seed is not None:
+        return {"seed": record.seed, "loss_mask": record.loss_mask, "tokenizer": record.tokenizer,
+                "from": f"the build record beside it ({record_path_beside(path).name})"}
+    stated = built_as(build_name)
+    if stated is None:
+        return None
+    return {"seed": stated.seed, "loss_mask": stated.loss_mask, "tokenizer": stated.tokenizer, "from": stated.note}
+
+
 def format_summary(info: dict) -> str:
     lines = [
         escape(f"{info['path']}: {info['build'] or 'unnamed build'}" + (f" ({info['model']})" if info.get("model") else "")),
@@ -239,6 +253,12 @@ def format_summary(info: dict) -> str:
         f"  (per row min {info['supervised_per_row']['min']:,}, mean {info['supervised_per_row']['mean']:,}, "
         f"max {info['supervised_per_row']['max']:,})",
     ]
+    built = info.get("built_as")
+    if built:
+        tokenizer = " ".join(str(built["tokenizer"]).split())
+        tokenizer = tokenizer if len(tokenizer) <= 90 else tokenizer[:89] + "…"
+        lines.append(escape(f"  built as        seed {built['seed']}, loss mask {built['loss_mask']}, tokenizer "
+                            f"{tokenizer} ({built['from']})"))
     if "conversations" in info:
         ppr = info["pieces_per_row"]
         lines += [

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
+from sftpack.checks.identity import built_as
 from sftpack.checks.verify import Check, rows_mismatch, verify_rows
 from sftpack.rows.formats import get_row_format
 
@@ -20,7 +21,6 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
     while the rebuilt rows still exist when their rows_sha256 does not match (``verify --against``)."""
     from sftpack.builder.config import BuildConfig
     from sftpack.builder.pipeline import build
-    from sftpack.families.profiles import TULU_REPO
 
     model = declared.get("model")
     if not model:
@@ -29,17 +29,7 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
     if missing:
         raise UsageError(f"{declared['path']}: cannot rebuild without {', '.join(missing)}")
     dataset = declared.get("dataset") or {}
-    if source is None:
-        origin = dataset.get("source")
-        if origin == TULU_REPO:
-            source = "hub"
-        elif origin == "sample":
-            source = "sample"
-        else:
-            raise UsageError(
-                f"{declared['path']}: the rows were built from {dataset.get('name') or origin or 'an unnamed source'}; "
-                "pass --source PATH (the same file) to rebuild them"
-            )
+    source = _source_for(declared, dataset, source)
     revision = dataset.get("revision") if source == "hub" and dataset.get("revision") else None
     rows_format = declared.get("rows_format") or "parquet"  # rebuilt in the format the declared file is in
     suffix = get_row_format(rows_format).suffix
@@ -49,12 +39,11 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
         out = Path(keep) if keep else Path(tmp)
         config = BuildConfig(
             model=model, source=source, tokenizer=tokenizer, rows=declared["rows"], row_tokens=declared["row_tokens"],
-            seed=declared["seed"], out=str(out), name=declared["name"], workers=workers, overwrite=False,
-            dataset_revision=revision, progress=sys.stderr.isatty() if progress is None else progress,
-            format=rows_format)
-        build(config)
+            seed=declared["seed"], out=str(out), name=_explicit_name(declared), workers=workers, overwrite=False,
+            dataset_revision=revision, sharegpt=dataset.get("shape") == "sharegpt",
+            progress=sys.stderr.isatty() if progress is None else progress, format=rows_format)
+        rows_file = build(config).paths.parquet
         interrupts.reset()  # the rebuild is done; a Ctrl-C from here interrupts the checking
-        rows_file = out / f"{declared['name']}{suffix}"
         checks = verify_rows(declared, rows_file)
         if on_mismatch is not None and rows_mismatch(checks):
             on_mismatch(rows_file, checks)
@@ -66,7 +55,40 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
 def _check_keep(keep: Path, name: str, suffix: str) -> None:
     """``--keep DIR`` never replaces files: refuse a directory that already holds the rows' files (verify has no
     --overwrite to give)."""
-    held = [f for f in (f"{name}{suffix}", f"{name}.build.yaml") if (keep / f).exists()]
+    held = sorted(f.name for f in keep.glob(f"{name}*") if f.name.endswith((suffix, ".build.yaml")))
     if held:
         raise UsageError(f"--keep {keep}: already holds {', '.join(held)}; verify --rebuild never replaces files: "
                          "give a new or empty directory, or remove them")
+
+
+def _explicit_name(declared: dict) -> str | None:
+    """``--name`` for the rebuild: none when the declared name is the one the build derives by itself (then the
+    files are named as the declared build named them), else the declared name."""
+    stated = built_as(declared["name"])
+    if stated is not None and (stated.seed, stated.row_tokens) == (declared["seed"], declared["row_tokens"]):
+        return None
+    return declared["name"]
+
+
+def _source_for(declared: dict, dataset: dict, source: str | None) -> str:
+    """The ``--source`` that rebuilds the declared rows: the one given, else the one the declaration names. The
+    bundled sample never rebuilds rows that came from another dataset: refused before anything is built."""
+    from sftpack.families.profiles import TULU_REPO
+
+    origin = dataset.get("source")
+    if source == "sample" and origin != "sample":
+        where = dataset.get("name") or origin or "the recipe's dataset"
+        raise UsageError(f"{declared['path']}: its {declared['rows']:,} rows come from {where}; --source sample (the "
+                         "bundled 3,000 synthetic conversations) cannot rebuild them: use --source hub or the dataset")
+    if source is not None:
+        return source
+    if origin == TULU_REPO:
+        return "hub"
+    if origin == "sample":
+        return "sample"
+    if origin == "hub-dataset" and dataset.get("name"):
+        return f"{dataset['name']}@{dataset['revision']}" if dataset.get("revision") else dataset["name"]
+    raise UsageError(
+        f"{declared['path']}: the rows were built from {dataset.get('name') or origin or 'an unnamed source'}; "
+        "pass --source PATH (the same file) to rebuild them"
+    )

@@ -27,6 +27,7 @@ from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.builder.record import record_path_beside
 from sftpack.checks.declared import HEX64, DeclaredFloat, load_declared
+from sftpack.checks.identity import built_as, structural_mismatch
 from sftpack.rows.formats import is_of_format, open_rows_file
 
 PARQUET_FIELDS = ("parquet_sha256", "parquet_bytes")
@@ -122,9 +123,12 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
         ))
     if "supervised_tokens" in declared:
         add("supervised_tokens", supervised)
+    stated = built_as(build_name) if record is None else None  # a file renamed away from its record
     for key in ("seed", "loss_mask"):
         if record is not None and key in record:
             add(key, record[key], note=record_note)
+        elif stated is not None:
+            add(key, getattr(stated, key), note=stated.note)
         else:
             add(key, None, ok=None, note=record_note if record is None else "the build record beside says nothing")
     checks.extend(_tokenizer_checks(declared, record, record_note))
@@ -229,6 +233,14 @@ def mark(ok: bool | None) -> str:
     return {True: "✓ OK", False: "✗ FAIL", None: "· n/a"}[ok]
 
 
+def structure_of(declared: dict, checks: list[Check]) -> str | None:
+    """Another row count or row length than declared, from the measured ``rows`` / ``row_tokens`` checks."""
+    measured = {c.field: c.measured for c in checks if c.field in ("rows", "row_tokens")}
+    if not {"rows", "row_tokens"} <= measured.keys():
+        return None
+    return structural_mismatch(declared, measured["rows"], measured["row_tokens"])
+
+
 def format_report(declared: dict, checks: list[Check], target: str) -> str:
     """The table: field, declared, measured, ✓/✗ (with OK/FAIL words, so it reads without colour), then the
     verdict."""
@@ -237,9 +249,13 @@ def format_report(declared: dict, checks: list[Check], target: str) -> str:
              for c in checks]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"sftpack verify: {declared['path']} ({declared['kind']}) against {target}", ""]
+    structure = structure_of(declared, checks)
+    if structure:  # said first: every hash below fails by construction
+        lines[1:1] = [f"  {structure}"]
+    header = len(lines)
     for r in rows:
         lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(4)) + ("  " + r[4] if r[4] else "").rstrip())
-    lines.insert(3, "  " + "  ".join("-" * w for w in widths))
+    lines.insert(header + 1, "  " + "  ".join("-" * w for w in widths))
     _, _, line = verdict(checks)
     lines += ["", line]
     pinned = next((c for c in checks if c.field == "pinned"), None)
@@ -261,6 +277,7 @@ def report_json(declared: dict, checks: list[Check], target: str) -> dict:
         "checks": [{"field": c.field, "declared": plain(c.declared), "measured": plain(c.measured), "ok": c.ok,
                     "note": c.note} for c in checks],
         "status": status,
+        "structure": structure_of(declared, checks),
         "verdict": line,
         "exit": code,
     }

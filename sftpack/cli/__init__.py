@@ -8,6 +8,7 @@ import os
 import sys
 import traceback
 
+from sftpack.base.arguments import command_line
 from sftpack.base.errors import CheckFailed, UsageError, one_line
 from sftpack.base.version import sftpack_version
 from sftpack.builder import interrupts
@@ -70,6 +71,11 @@ def main(argv=None) -> int:
 
 def _run(argv) -> int:
     _install_warning_lines()
+    with command_line():  # errors name flags (--overwrite), not Python arguments (overwrite=True)
+        return _run_command(argv)
+
+
+def _run_command(argv) -> int:
     try:
         args = make_parser().parse_args(argv)
         code = args.func(args)

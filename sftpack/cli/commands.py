@@ -36,14 +36,20 @@ def cmd_build(args) -> int:
     return 0
 
 
+def _path(record, which: str, out: str, suffix: str) -> str:
+    """Where the build wrote a file (its record knows; one read back from YAML does not: OUT/NAME)."""
+    paths = getattr(record, "paths", None)
+    return str(getattr(paths, which)) if paths is not None else os.path.join(out, record.name + suffix)
+
+
 def summary(record, out: str, suffix: str = ".parquet") -> str:
     """The one-screen summary printed after a build (of a :class:`~sftpack.builder.record.BuildRecord`)."""
     counts = record.counts
     skipped = counts.skipped
     lines = [
         f"built {record.rows} rows x {record.row_tokens} tokens  ({record.name}, loss mask {record.loss_mask})",
-        f"  parquet       {os.path.join(out, record.name + suffix)}  ({record.parquet_bytes:,} bytes)",
-        f"  build record  {os.path.join(out, record.name + '.build.yaml')}",
+        f"  parquet       {_path(record, 'parquet', out, suffix)}  ({record.parquet_bytes:,} bytes)",
+        f"  build record  {_path(record, 'record', out, '.build.yaml')}",
         f"  rows_sha256   {record.rows_sha256}",
         f"  parquet_sha256 {record.parquet_sha256}",
         f"  supervised    {counts.supervised_tokens:,} / {counts.total_tokens:,} tokens = {record.supervised_token_ratio:.4f}",
@@ -99,6 +105,31 @@ def masked(profile) -> str:
     if profile.loss_mask == INFERRED:
         return "inferred at build"
     return "native" if profile.family.render is not None else "inferred"
+
+
+def _add_fetch_tokenizer(sub) -> None:
+    p = sub.add_parser("fetch-tokenizer", help="download a profile's tokenizer files at its pinned revision, checked",
+                       description="Download exactly the tokenizer files MODEL's profile needs, at its pinned revision "
+                       "(else the commit main points at), through huggingface_hub (HF_ENDPOINT, HF_TOKEN apply), into "
+                       "DIR; each file is checked against the profile's sha256 pin and removed if it differs (exit 1). "
+                       "Then: sftpack build --model MODEL --tokenizer DIR.")
+    p.add_argument("model", help="model profile (see `sftpack models`) or a profile file PATH.yaml")
+    p.add_argument("directory", metavar="DIR", help="where the files go (created if missing)")
+    p.set_defaults(func=cmd_fetch_tokenizer)
+
+
+def cmd_fetch_tokenizer(args) -> int:
+    from sftpack.families.profiles import load_profile
+    from sftpack.tokenizers.fetch import fetch_tokenizer
+
+    profile = load_profile(args.model)
+    commit, files = fetch_tokenizer(profile, args.directory)
+    print(f"fetched {profile.hub_repo}@{commit} into {args.directory}")
+    width = max(len(f.name) for f in files)
+    for f in files:
+        print(f"  {f.name.ljust(width)}  sha256 {f.sha256}  {f.state}")
+    print(f"build with: sftpack build --model {args.model} --tokenizer {args.directory}")
+    return 0
 
 
 def _add_hash(sub) -> None:
@@ -322,6 +353,7 @@ def _add_loss(sub) -> None:
     p.add_argument("--per-row", action="store_true", help="also report each row's loss")
     p.add_argument("--trust-remote-code", action="store_true", help="allow the model repository's own code")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no stage lines or bar on stderr")
     p.set_defaults(func=cmd_loss)
 
 
@@ -330,7 +362,8 @@ def cmd_loss(args) -> int:
 
     result = loss_of_rows(args.model, args.rows, revision=args.revision, limit=args.limit, device=args.device,
                           dtype=args.dtype, chunk=args.chunk, per_row=args.per_row, trust_remote_code=args.trust_remote_code,
-                          device_map=args.device_map, max_memory=args.max_memory, compile=args.compile)
+                          device_map=args.device_map, max_memory=args.max_memory, compile=args.compile,
+                          progress=args.progress)
     print(json.dumps(result, indent=2) if args.json else format_result(result))
     return 0
 
@@ -340,5 +373,5 @@ def _use_color(args) -> bool:
     return args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
 
 
-COMMANDS = [_add_build, _add_models, add_new_model, _add_hash, _add_convert, _add_encode, _add_verify, _add_inspect, _add_diff,
-            _add_loss]
+COMMANDS = [_add_build, _add_models, add_new_model, _add_fetch_tokenizer, _add_hash, _add_convert, _add_encode,
+            _add_verify, _add_inspect, _add_diff, _add_loss]

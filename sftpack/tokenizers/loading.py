@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.base.refs import resolve
+from sftpack.tokenizers.fetch import directions, essential_files, tokenizer_files
 from sftpack.tokenizers.registry import TOKENIZER_FORMATS, OfflineTokenizer, get_tokenizer_format
 from sftpack.tokenizers.vocab import Vocab, VocabInfo
 
@@ -43,11 +44,12 @@ _warned: set[str] = set()
 log = logging.getLogger("sftpack")
 
 
-def warn_once(message: str) -> None:
-    """A warning through the ``sftpack`` logger, once per process (the command line prints it as
-    ``sftpack: warning: ...``; a Python user configures or silences the logger as usual)."""
-    if message not in _warned:
-        _warned.add(message)
+def warn_once(message: str, key: str | None = None) -> None:
+    """A warning through the ``sftpack`` logger, once per process for each ``key`` (default: the message; the
+    command line prints it as ``sftpack: warning: ...``; a Python user configures or silences the logger as usual)."""
+    key = key or message
+    if key not in _warned:
+        _warned.add(key)
         log.warning(message)
 
 
@@ -69,15 +71,22 @@ def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow
     if profile.offline is not None:
         offline = profile.offline
         vocab = resolve(offline.load)(profile.eos_token)  # loaded first: a vocabulary that cannot load is one error line
-        warn_once(f"the Hugging Face hub is unreachable: using {offline.description} (recorded as such; it is not "
-                  f"the pinned {', '.join(profile.pins) or 'tokenizer'})")
+        # once per process for each vocabulary, however many builds or files use it (diff loads two)
+        warn_once(f"{offline_reason()}: using {offline.description} (recorded as such)", key=offline.description)
         vocab.info.pins = {name: "not checked (offline reconstruction)" for name in profile.pins}
         return vocab
-    raise UsageError(
-        f"cannot reach the Hugging Face hub to fetch the {profile.model} tokenizer and no offline copy exists: "
-        f"pass --tokenizer DIR, a copy of the tokenizer files of the hub repository {profile.hub_repo} (tokenizer.json "
-        "or tiktoken.model, tokenizer_config.json, and chat_template.jinja where it has one)"
-    )
+    raise UsageError(f"{profile.model} has no offline vocabulary ({offline_reason()}); {directions(profile)}")
+
+
+def offline_reason() -> str:
+    """Why the hub is not used: ``offline (HF_HUB_OFFLINE=1)`` when that is set, else unreachable."""
+    if hub_offline():
+        return f"offline (HF_HUB_OFFLINE={os.environ['HF_HUB_OFFLINE']})"
+    return "the Hugging Face hub is unreachable"
+
+
+def hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
 
 
 def check_token_ids(profile: TokenizerProfile, vocab: Vocab, where: str) -> None:
@@ -101,18 +110,20 @@ def check_token_ids(profile: TokenizerProfile, vocab: Vocab, where: str) -> None
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """A fast check before huggingface_hub's own retries (which take ~25 s to give up offline)."""
-    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+    """A fast check before huggingface_hub's own retries (which take ~25 s to give up offline): the host and
+    port of ``HF_ENDPOINT`` (default https://huggingface.co) answer."""
+    if hub_offline():
         return False
-    host = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co")).hostname or "huggingface.co"
-    return reachable(host, timeout)
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    return reachable(endpoint.hostname or "huggingface.co", timeout, port)
 
 
-def reachable(host: str, timeout: float = 3.0) -> bool:
-    """Whether ``host``'s port 443 answers within ``timeout`` (downloads that have no timeout of their own would
+def reachable(host: str, timeout: float = 3.0, port: int = 443) -> bool:
+    """Whether ``host``'s ``port`` answers within ``timeout`` (downloads that have no timeout of their own would
     hang offline)."""
     try:  # the timeout is this connection's own: the process-wide socket default is never touched
-        with socket.create_connection((host, 443), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
         return False
@@ -200,6 +211,9 @@ def _load_local(profile: TokenizerProfile, path: Path, description: str | None =
     if not path.exists():
         raise UsageError(f"--tokenizer {path}: no such file or directory")
     directory = path if path.is_dir() else path.parent
+    missing = [name for name in essential_files(profile) if not (directory / name).exists() and path.name != name]
+    if missing and not any(f.marker and (directory / f.marker).exists() for f in TOKENIZER_FORMATS.values()):
+        raise UsageError(f"--tokenizer {path}: no {' or '.join(missing)} there; {directions(profile)}")
     config = read_tokenizer_config(directory)
     files: dict[str, str] = {}
     if (directory / "tokenizer_config.json").exists():
@@ -223,10 +237,8 @@ def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
 
     revision = profile.hub_revision
     local = None
-    # tokenizer.json is fetched even when the profile pins nothing (its sha256 is then recorded, unpinned)
-    main_file = ["tokenizer.json"] if profile.tokenizer_format == "tokenizer.json" else []
-    wanted = list(dict.fromkeys([*profile.pins, *main_file, "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json"]))
-    for name in wanted:
+    # the essential files are fetched even when the profile pins nothing (their sha256s are then recorded, unpinned)
+    for name in (f.name for f in tokenizer_files(profile)):
         # an informational file (Kimi's tokenization_kimi.py) is downloaded only so that its pin is checked and recorded (a build with every pin
         # matching is `pinned: true`); it is never imported or run.
         try:

@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.tokenizers.loading import reachable
+from sftpack.tokenizers.quicktok_o200k import derive_o200k_base, tiktoken_cache_holding
 from sftpack.tokenizers.tokenizer_json import load_tokenizer_json
 from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
 
@@ -89,32 +90,24 @@ def _cached_o200k_ok(path: Path) -> bool:
 
 
 def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
-    """gpt-oss's vocabulary: tiktoken's ``o200k_harmony``. Offline without the cached rank file this is one
-    clear error saying which file to put where."""
-    from importlib.metadata import version
-
+    """gpt-oss's vocabulary: tiktoken's ``o200k_harmony``. Its rank file, ``o200k_base.tiktoken``, comes from
+    tiktoken's cache when that holds the file tiktoken expects, else it is derived from the quicktok-v1
+    package's data and used only when its sha256 is the one tiktoken expects; the record says which."""
     import tiktoken
 
     cache = tiktoken_cache_dir()
     if not cache:  # tiktoken then downloads the file and uses it without checking its sha256
         raise UsageError("TIKTOKEN_CACHE_DIR is empty, which turns off tiktoken's cache and with it the sha256 check "
                          "of o200k_base.tiktoken (the gpt-oss vocabulary): set it to a directory, or unset it")
-    cached = Path(cache) / O200K_BASE_CACHE_KEY
-    if not _cached_o200k_ok(cached) and not reachable(urlparse(O200K_BASE_URL).hostname):
-        raise UsageError(
-            f"the gpt-oss vocabulary (tiktoken o200k_harmony) needs o200k_base.tiktoken (sha256 {O200K_BASE_SHA256}) "
-            f"and tiktoken cannot download it offline: put that file at $TIKTOKEN_CACHE_DIR/{O200K_BASE_CACHE_KEY} "
-            f"(TIKTOKEN_CACHE_DIR is {os.environ.get('TIKTOKEN_CACHE_DIR', f'unset; tiktoken then uses {cache}')}), "
-            "or pass --tokenizer DIR"
-        )
-    from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
-
-    try:
-        # tiktoken's own definition: it reads (or downloads) the rank file and checks its sha256 itself
-        spec = ENCODING_CONSTRUCTORS["o200k_harmony"]()
-    except Exception as e:  # a failed download (requests), a hash mismatch (ValueError)
-        raise UsageError(f"tiktoken could not load o200k_harmony ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
-                         f"put o200k_base.tiktoken at $TIKTOKEN_CACHE_DIR/{O200K_BASE_CACHE_KEY}") from None
+    if _cached_o200k_ok(Path(cache) / O200K_BASE_CACHE_KEY):
+        spec, origin = _o200k_harmony_spec(), None
+    else:
+        derived = _derived_or_download()
+        if derived is None:
+            spec, origin = _o200k_harmony_spec(), None
+        else:
+            with tiktoken_cache_holding(O200K_BASE_CACHE_KEY, derived.content):
+                spec, origin = _o200k_harmony_spec(), derived.origin
     # tiktoken names id 200018 twice (<|endofprompt|> from o200k_base and <|reserved_200018|>). A token must have
     # one text (its byte length places the loss mask), so the id keeps o200k_base's name, as openai-harmony does.
     specials = {t: i for t, i in spec["special_tokens"].items() if t != "<|reserved_200018|>"}
@@ -123,15 +116,44 @@ def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
     check_special_ids(specials, "o200k_harmony", (("<|return|>", 200002), ("<|channel|>", 200005), ("<|start|>", 200006),
                                                   ("<|end|>", 200007), ("<|message|>", 200008), ("<|call|>", 200012)),
                       package="tiktoken")
-    # With its cache on, tiktoken returned ranks whose file matched its expected sha256 (cached or downloaded).
-    files = {"tiktoken:o200k_base.tiktoken": O200K_BASE_SHA256}
-    info = VocabInfo(
-        description=f"tiktoken {version('tiktoken')} o200k_harmony (o200k_base.tiktoken checked against tiktoken's "
-        "expected sha256 + the harmony special tokens); NOT the hub tokenizer.json",
-        source="offline-tiktoken",
-        files=files,
-    )
-    return TiktokenVocab(enc, eos_token, info, nfc=False)
+    return TiktokenVocab(enc, eos_token, _o200k_info(origin), nfc=False)
+
+
+def _derived_or_download():
+    """o200k_base.tiktoken derived from quicktok-v1; None when that package is missing but tiktoken can download
+    the file itself."""
+    try:
+        return derive_o200k_base(O200K_BASE_SHA256)
+    except UsageError as e:
+        if reachable(urlparse(O200K_BASE_URL).hostname):
+            return None
+        raise UsageError(f"{e}; or put o200k_base.tiktoken (sha256 {O200K_BASE_SHA256}) at "
+                         f"$TIKTOKEN_CACHE_DIR/{O200K_BASE_CACHE_KEY}") from e
+
+
+def _o200k_harmony_spec() -> dict:
+    from tiktoken_ext.openai_public import ENCODING_CONSTRUCTORS
+
+    try:
+        # tiktoken's own definition: it reads (or downloads) the rank file and checks its sha256 itself
+        return ENCODING_CONSTRUCTORS["o200k_harmony"]()
+    except Exception as e:  # a failed download (requests), a hash mismatch (ValueError)
+        raise UsageError(f"tiktoken could not load o200k_harmony ({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
+                         f"put o200k_base.tiktoken at $TIKTOKEN_CACHE_DIR/{O200K_BASE_CACHE_KEY}") from None
+
+
+def _o200k_info(derived_from: str | None) -> VocabInfo:
+    """Where the rank file came from, for the record: tiktoken's cache (or download), or quicktok's data."""
+    if derived_from is None:  # tiktoken returned ranks whose file matched its expected sha256 (cached or downloaded)
+        return VocabInfo(
+            description=f"tiktoken {version('tiktoken')} o200k_harmony (o200k_base.tiktoken checked against tiktoken's "
+            "expected sha256 + the harmony special tokens); NOT the hub tokenizer.json",
+            source="offline-tiktoken", files={"tiktoken:o200k_base.tiktoken": O200K_BASE_SHA256})
+    return VocabInfo(
+        description=f"tiktoken {version('tiktoken')} o200k_harmony (o200k_base.tiktoken derived from {derived_from}, "
+        "its sha256 checked against tiktoken's expected sha256, + the harmony special tokens); NOT the hub "
+        "tokenizer.json",
+        source="offline-quicktok", files={"quicktok-v1:o200k_base.tiktoken": O200K_BASE_SHA256})
 
 
 def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:

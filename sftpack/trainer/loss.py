@@ -19,7 +19,9 @@ the head is checked once against the model's own ``forward`` logits on a short p
 
 from __future__ import annotations
 
+import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -219,11 +221,13 @@ def _row_loss(chunk_loss: ChunkLoss, decoder, ids, row_tokens: np.ndarray, row_m
 
 def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: int = 128, device: str | None = None,
                  dtype: str = "bfloat16", chunk: int = 1024, per_row: bool = False, trust_remote_code: bool = False,
-                 device_map: str | None = None, max_memory: str | dict | None = None, compile: str = "auto") -> dict:
+                 device_map: str | None = None, max_memory: str | dict | None = None, compile: str = "auto",
+                 progress: bool = False) -> dict:
     """``sftpack loss``: load ``model``, take the first ``limit`` rows of the ``rows`` parquet, return the figures.
 
     ``device_map="auto"`` places the model with accelerate under ``max_memory`` (``"0=60GiB,cpu=200GiB"`` or a
-    dict); the plan is checked before any weight is read and returned as ``placement``."""
+    dict); the plan is checked before any weight is read and returned as ``placement``. ``progress``: say each
+    stage on stderr and draw a bar over the rows."""
     from sftpack.rows import read_rows
     from sftpack.rows.formats import rows_sha256_of
     from sftpack.trainer.placement import DEVICE_MAPS, parse_max_memory, plan_of
@@ -239,6 +243,8 @@ def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: i
         raise UsageError("--max-memory goes with --device-map auto")
     _check_dtype_device(torch, dtype, device)
     tokens, mask = read_rows(rows, slice(0, limit))
+    stages = Stages(progress)
+    stages.say(f"loading {model}" + (f" ({device_map} placement)" if device_map else ""))
     plan = None
     if device_map is not None:
         budget = parse_max_memory(max_memory) if isinstance(max_memory, str) else max_memory
@@ -248,7 +254,10 @@ def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: i
     else:
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         loaded = load_model(model, revision, device, dtype, trust_remote_code)
-    result = step0_loss(loaded, tokens, mask, chunk=chunk, dtype=dtype, per_row=per_row, compile=compile)
+    stages.say(f"{len(tokens):,} rows: checking the head on row 0 first (compiling it can take a minute)")
+    with stages.bar(len(tokens)) as advance:
+        result = step0_loss(loaded, tokens, mask, chunk=chunk, dtype=dtype, per_row=per_row, compile=compile,
+                            progress=advance)
     result.update({"model": model, "revision": revision, "rows_path": str(rows), "rows_sha256": rows_sha256_of(tokens, mask),
                    "dtype": dtype, "device": device, "chunk": chunk})
     if plan is not None:
@@ -256,6 +265,27 @@ def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: i
         result["device_map"] = {k: v for k, v in plan.device_map.items()}
         result["model_weight_bytes"] = plan.model_bytes
     return result
+
+
+class Stages:
+    """What ``sftpack loss`` is doing, on stderr: a line per stage, then a bar over the rows (nothing when off)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    def say(self, text: str) -> None:
+        if self.enabled:
+            print(f"sftpack loss: {text}", file=sys.stderr, flush=True)
+
+    @contextmanager
+    def bar(self, total: int):
+        if not self.enabled:
+            yield None
+            return
+        from tqdm import tqdm
+
+        with tqdm(total=total, unit="row", desc="sftpack loss", file=sys.stderr, dynamic_ncols=True) as bar:
+            yield lambda done: bar.update(done - bar.n)
 
 
 def format_result(result: dict) -> str:

@@ -25,20 +25,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"rows": 2.5}, "--rows must be a whole number or 'all' (got 2.5)"),
-    ({"rows": True}, "--rows must be a whole number or 'all' (got True)"),
-    ({"rows": "2"}, "--rows must be a whole number or 'all' (got '2')"),
-    ({"rows": "every"}, "--rows must be a whole number or 'all' (got 'every')"),
-    ({"seed": "42"}, "--seed must be an integer (got '42')"),
-    ({"model": None}, "--model must be a string (got None)"),
-    ({"rows": 0}, "--rows must be at least 1 (got 0)"),
-    ({"row_tokens": 1}, "--row-tokens must be at least 2: position 0 is never a target (got 1)"),
-    ({"seed": -1}, "--seed must be a non-negative integer (got -1)"),
-    ({"workers": -1}, "--workers must be at least 1 (got -1)"),
-    ({"workers": 257}, "--workers must be at most 256 (got 257)"),
-    ({"overwrite": "yes"}, "--overwrite must be True or False (got 'yes')"),
-    ({"name": "a\nb"}, "--name 'a\\nb': a plain file name is needed"),
-    ({"dataset_revision": "abc", "source": "sample"}, "--dataset-revision applies to --source hub only"),
+    ({"rows": 2.5}, "rows must be a whole number or 'all' (got 2.5)"),
+    ({"rows": True}, "rows must be a whole number or 'all' (got True)"),
+    ({"rows": "2"}, "rows must be a whole number or 'all' (got '2')"),
+    ({"rows": "every"}, "rows must be a whole number or 'all' (got 'every')"),
+    ({"seed": "42"}, "seed must be an integer (got '42')"),
+    ({"model": None}, "model must be a string (got None)"),
+    ({"rows": 0}, "rows must be at least 1 (got 0)"),
+    ({"row_tokens": 1}, "row_tokens must be at least 2: position 0 is never a target (got 1)"),
+    ({"seed": -1}, "seed must be a non-negative integer (got -1)"),
+    ({"workers": -1}, "workers must be 0 (all cores) or more (got -1)"),
+    ({"workers": 257}, "workers must be at most 256 (got 257)"),
+    ({"overwrite": "yes"}, "overwrite must be True or False (got 'yes')"),
+    ({"name": "a\nb"}, "name 'a\\nb': a plain file name is needed"),
+    ({"dataset_revision": "abc", "source": "sample"}, "dataset_revision applies to source hub or a hub dataset id only"),
 ])
 def test_build_config_checks_types_and_ranges_in_one_place(kwargs, message, tmp_path):
     with pytest.raises(UsageError) as e:
@@ -83,7 +83,7 @@ def test_build_takes_ready_vocab_and_source_and_its_record_round_trips(tmp_path,
                                        workers=1, progress=False), vocab=offline_qwen, source=source)
     assert isinstance(record, BuildRecord)
     assert record.dataset.source_rows == 40 and record.dataset.name == "forty rows"
-    written = (tmp_path / f"{record.name}.build.yaml").read_text(encoding="utf-8")
+    written = record.paths.record.read_text(encoding="utf-8")
     assert record.to_yaml() == written
     again = BuildRecord.from_yaml(written)
     assert again == record and again.to_yaml() == written
@@ -98,7 +98,7 @@ def test_build_takes_ready_vocab_and_source_and_its_record_round_trips(tmp_path,
             mask.append(0)
         stream += ids.tolist()
         mask += m.tolist()
-    tokens, loss_mask = sftpack.read_rows(tmp_path / f"{record.name}.parquet")
+    tokens, loss_mask = sftpack.read_rows(record.paths.parquet)
     assert tokens.reshape(-1).tolist() == stream[:128]
     expected_mask = np.array(mask[:128]).reshape(2, 64)
     expected_mask[:, 0] = 0

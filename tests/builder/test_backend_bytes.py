@@ -22,7 +22,7 @@ def test_forcing_tiktoken_gives_the_same_bytes(model, tmp_path, monkeypatch, o20
         out = tmp_path / backend
         records[backend] = sftpack.build(sftpack.BuildConfig(model=model, source="sample", rows=24, out=str(out),
                                                              workers=workers, progress=False, tokenizer_backend=backend))
-        parquets[backend] = (out / f"{records[backend]['name']}.parquet").read_bytes()
+        parquets[backend] = records[backend].paths.parquet.read_bytes()
     auto, forced = records["auto"], records["tiktoken"]
     assert parquets["auto"] == parquets["tiktoken"]
     assert auto["rows_sha256"] == forced["rows_sha256"]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from helpers.qwen_reference import slime_qwen3_5_mask
+from helpers.outputs import built as built_file
 from sftpack import BuildConfig, build, permutation, read_rows
 from sftpack.cli import main
 
@@ -91,7 +92,7 @@ def reference_rows(rows, tokenizer, n_rows, row_tokens, seed=42):
 
 def test_rows_equal_reference_pipeline(built, source_rows, qwen_hf_tokenizer):
     out, record = built
-    tokens, mask = read_rows(out / f"{NAME}.parquet")
+    tokens, mask = read_rows(built_file(out, ".parquet"))
     expected = reference_rows(source_rows, qwen_hf_tokenizer, 12, 512)
     assert tokens.shape == (12, 512) and mask.shape == (12, 512)
     for k, (ids, m) in enumerate(expected):
@@ -106,19 +107,19 @@ def test_rows_equal_reference_pipeline(built, source_rows, qwen_hf_tokenizer):
 
 def test_record_fields_and_counts(built):
     out, record = built
-    on_disk = yaml.safe_load((out / f"{NAME}.build.yaml").read_text())
+    on_disk = yaml.safe_load((built_file(out, ".build.yaml")).read_text())
     assert on_disk == record
     for key in ("name", "tokenizer", "loss_mask", "rows", "row_tokens", "padding_tokens", "seed", "packing",
                 "supervised_token_ratio", "parquet_sha256", "parquet_bytes", "builder", "rows_sha256"):
         assert key in record, key
     assert record["rows"] == 12 and record["row_tokens"] == 512 and record["padding_tokens"] == 0 and record["seed"] == 42
     counts = record["counts"]
-    tokens, mask = read_rows(out / f"{NAME}.parquet")
+    tokens, mask = read_rows(built_file(out, ".parquet"))
     assert counts["supervised_tokens"] == int(mask.sum())
     assert counts["total_tokens"] == 12 * 512
     assert record["supervised_token_ratio"] == pytest.approx(mask.sum() / (12 * 512), abs=1e-6)
-    assert record["parquet_bytes"] == (out / f"{NAME}.parquet").stat().st_size
-    assert record["parquet_sha256"] == hashlib.sha256((out / f"{NAME}.parquet").read_bytes()).hexdigest()
+    assert record["parquet_bytes"] == (built_file(out, ".parquet")).stat().st_size
+    assert record["parquet_sha256"] == hashlib.sha256((built_file(out, ".parquet")).read_bytes()).hexdigest()
     assert record["pinned"] is False and record["tokenizer_source"] == "offline-reconstruction"
     assert record["eos_token"] == "<|im_end|>" and record["eos_token_id"] == 248046
     # skips are counted only among the rows reached in the order
@@ -132,19 +133,19 @@ def test_record_fields_and_counts(built):
 
 def test_hash_command_agrees_with_record(built, capsys):
     out, record = built
-    assert main(["hash", str(out / f"{NAME}.parquet")]) == 0
+    assert main(["hash", str(built_file(out, ".parquet"))]) == 0
     assert capsys.readouterr().out.split()[0] == record["rows_sha256"]
 
 
 def test_parquet_layout(built):
     out, _ = built
-    pf = pq.ParquetFile(out / f"{NAME}.parquet")
+    pf = pq.ParquetFile(built_file(out, ".parquet"))
     assert pf.schema_arrow.metadata[b"sftpack.row_tokens"] == b"512"
     table = pf.read()
-    assert table.column("metadata").to_pylist()[3] == {"row": 3, "build": NAME}
+    assert table.column("metadata").to_pylist()[3] == {"row": 3, "build": f"{NAME}-rowtokens512"}
     starts = table.column("conversation_starts").to_pylist()
     lengths = table.column("conversation_lengths").to_pylist()
-    tokens, _ = read_rows(out / f"{NAME}.parquet")
+    tokens, _ = read_rows(built_file(out, ".parquet"))
     for k in range(len(starts)):
         # pieces are in order, and separated by exactly one EOS token
         for (s0, l0), s1 in zip(zip(starts[k], lengths[k]), starts[k][1:]):
@@ -156,8 +157,8 @@ def test_workers_and_reruns_are_byte_identical(tmp_path, source_file, built):
     for workers in (1, 2):
         again = tmp_path / f"w{workers}"
         build(BuildConfig(model=MODEL, source=str(source_file), rows=12, row_tokens=512, out=str(again), workers=workers, progress=False))
-        assert (again / f"{NAME}.parquet").read_bytes() == (out / f"{NAME}.parquet").read_bytes()
-        assert (again / f"{NAME}.build.yaml").read_bytes() == (out / f"{NAME}.build.yaml").read_bytes()
+        assert (built_file(again, ".parquet")).read_bytes() == (built_file(out, ".parquet")).read_bytes()
+        assert (built_file(again, ".build.yaml")).read_bytes() == (built_file(out, ".build.yaml")).read_bytes()
 
 
 def test_source_exhausted_is_an_input_error(tmp_path, source_file, capsys):
@@ -170,7 +171,7 @@ def test_source_exhausted_is_an_input_error(tmp_path, source_file, capsys):
 
 def test_read_rows_slices_match_full_read(built):
     out, _ = built
-    path = out / f"{NAME}.parquet"
+    path = built_file(out, ".parquet")
     tokens, mask = read_rows(path)
     for rows in (slice(0, 3), slice(5, 12), slice(11, None), slice(4, 4)):
         t, m = read_rows(path, rows)
@@ -187,24 +188,24 @@ def test_done_when_sample_build_64_rows(tmp_path, capsys):
                      "--workers", workers, "--no-progress"]) == 0
         outs.append(out)
     capsys.readouterr()
-    tokens, mask = read_rows(outs[0] / f"{NAME}.parquet")
+    tokens, mask = read_rows(built_file(outs[0], ".parquet"))
     assert tokens.shape == (64, 8192) and mask.shape == (64, 8192)
-    record = yaml.safe_load((outs[0] / f"{NAME}.build.yaml").read_text())
-    assert main(["hash", str(outs[0] / f"{NAME}.parquet")]) == 0
+    record = yaml.safe_load((built_file(outs[0], ".build.yaml")).read_text())
+    assert main(["hash", str(built_file(outs[0], ".parquet"))]) == 0
     assert capsys.readouterr().out.split()[0] == record["rows_sha256"]
-    first = (outs[0] / f"{NAME}.parquet").read_bytes()
-    assert all((o / f"{NAME}.parquet").read_bytes() == first for o in outs[1:])
+    first = (built_file(outs[0], ".parquet")).read_bytes()
+    assert all((built_file(o, ".parquet")).read_bytes() == first for o in outs[1:])
 
 
 def test_parquet_metadata_keys(built):
     out, _ = built
-    meta = pq.ParquetFile(out / f"{NAME}.parquet").schema_arrow.metadata
-    assert meta[b"sftpack.build"] == NAME.encode() and meta[b"sftpack.format"] == b"2" and meta[b"sftpack.row_tokens"] == b"512"
+    meta = pq.ParquetFile(built_file(out, ".parquet")).schema_arrow.metadata
+    assert meta[b"sftpack.build"] == f"{NAME}-rowtokens512".encode() and meta[b"sftpack.format"] == b"2" and meta[b"sftpack.row_tokens"] == b"512"
 
 
 def test_ratio_is_written_with_six_decimals(tmp_path, source_file):
     build(BuildConfig(model=MODEL, source=str(source_file), rows=1, row_tokens=4, out=str(tmp_path), workers=1, progress=False))
-    text = (tmp_path / f"{NAME}.build.yaml").read_text()
+    text = (built_file(tmp_path, ".build.yaml")).read_text()
     [line] = [l for l in text.splitlines() if l.startswith("supervised_token_ratio:")]
     assert len(line.split(":")[1].strip().split(".")[1]) == 6
 

@@ -20,9 +20,9 @@ from sftpack.builder.source import open_source
 from sftpack.builder.source.base import RowError
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
+from helpers.outputs import built, built_names
 
 MODEL = "Qwen3.5-122B-A10B"
-NAME = "qwen35-tulu3-fixed8192-v1"
 
 
 def expected_stream(source, encoder, seed: int = 42):
@@ -84,7 +84,7 @@ def test_rows_all_on_the_sample_counts_add_up(tmp_path, encoder):
     want_t, want_m, dropped = cut(tokens, mask, row_tokens)
     assert counts["rows_dropped_without_targets"] == dropped
     assert counts["tail_tokens_dropped"] == len(tokens) % row_tokens and 0 < counts["tail_tokens_dropped"] < row_tokens
-    got_t, got_m = read_rows(tmp_path / f"{NAME}.parquet")
+    got_t, got_m = read_rows(built(tmp_path, ".parquet"))
     assert record["rows"] == len(got_t) == len(want_t) > 0
     assert np.array_equal(got_t, want_t) and np.array_equal(got_m, want_m)
     assert counts["total_tokens"] == record["rows"] * row_tokens
@@ -93,7 +93,7 @@ def test_rows_all_on_the_sample_counts_add_up(tmp_path, encoder):
         b"".join(t.astype("<i4").tobytes() + m.tobytes() for t, m in zip(want_t, want_m))).hexdigest()
     assert "--rows all" in record["packing"]
     # the record of a --rows all build verifies like any other (its rows: the count the source gave)
-    assert main(["verify", str(tmp_path / f"{NAME}.build.yaml"), "--rows", str(tmp_path / f"{NAME}.parquet")]) == 0
+    assert main(["verify", str(built(tmp_path, ".build.yaml")), "--rows", str(built(tmp_path, ".parquet"))]) == 0
 
 
 def small_source(tmp_path, n=240):
@@ -113,7 +113,7 @@ def test_rows_all_identical_for_any_workers_and_equal_to_rows_n(tmp_path, encode
         out = tmp_path / f"w{workers}"
         record = build(BuildConfig(model=MODEL, source=str(source), rows="all", row_tokens=700, out=str(out),
                                    workers=workers, progress=False))
-        outputs.append(((out / f"{NAME}.parquet").read_bytes(), (out / f"{NAME}.build.yaml").read_bytes()))
+        outputs.append(((built(out, ".parquet")).read_bytes(), (built(out, ".build.yaml")).read_bytes()))
     assert outputs[0] == outputs[1] == outputs[2]
     record = yaml.safe_load(outputs[0][1])
     assert record["counts"]["skipped"] == {"invalid_json": 1}
@@ -127,7 +127,7 @@ def test_rows_all_identical_for_any_workers_and_equal_to_rows_n(tmp_path, encode
     assert exact["rows_sha256"] == record["rows_sha256"] and "tail_tokens_dropped" not in exact["counts"]
     code = main(["build", "--model", MODEL, "--source", str(source), "--rows", str(record["rows"] + 1),
                  "--row-tokens", "700", "--out", str(tmp_path / "n1"), "--no-progress"])
-    assert code == 2 and not (tmp_path / "n1" / f"{NAME}.parquet").exists()
+    assert code == 2 and not built_names(tmp_path / "n1")
 
 
 def test_rows_all_cli_and_bad_values(tmp_path, capsys):
@@ -142,12 +142,12 @@ def test_rows_all_cli_and_bad_values(tmp_path, capsys):
                  "--out", str(tmp_path / "b"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and "--rows all: the source holds no full row" in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "b" / f"{NAME}.parquet").exists()
+    assert not built_names(tmp_path / "b")
     for bad in ("some", "1.5", ""):
         with pytest.raises(SystemExit) as e:
             main(["build", "--model", MODEL, "--source", "sample", "--rows", bad, "--out", str(tmp_path / "c")])
         assert e.value.code == 2
-    with pytest.raises(Exception, match="--rows must be a whole number or 'all'"):
+    with pytest.raises(Exception, match="rows must be a whole number or 'all'"):
         BuildConfig(model=MODEL, source="sample", rows="every", out=str(tmp_path / "d"), progress=False)
 
 

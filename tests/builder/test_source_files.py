@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from helpers.cli_outcomes import cli, offline_vocab_fixture, one_error_line
+from helpers.outputs import built
 
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
@@ -36,7 +37,7 @@ def _build(capsys, source, out, *extra):
 
 
 def _record(out: Path) -> dict:
-    return yaml.safe_load((out / f"{NAME}.build.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load(built(out, ".build.yaml").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("name", ["fifo.jsonl", "fifo.parquet", "fifo.json", "fifo"])

@@ -8,7 +8,7 @@ import re
 import numpy as np
 import pytest
 
-from helpers.rows_fixtures import MODEL, ROW_TOKENS, ROWS, build_small, conversations, offline
+from helpers.rows_fixtures import MODEL, NAME, ROW_TOKENS, ROWS, build_small, conversations, offline
 from sftpack import read_rows
 from sftpack.checks.inspect import format_row, resolve_vocab, row_view, summarize
 from sftpack.cli import main
@@ -289,7 +289,7 @@ def test_datasets_and_pandas_read_the_rows(rows_path, tmp_path):
     assert set(df.columns) == columns and len(df) == ROWS
     assert np.array_equal(np.frombuffer(df.tokens[0], "<i4"), tokens[0])
     assert np.array_equal(np.frombuffer(df.loss_mask[0], np.uint8), masks[0])
-    assert df.metadata[1] == {"row": 1, "build": "qwen35-tulu3-fixed8192-v1"}
+    assert df.metadata[1] == {"row": 1, "build": NAME}
     assert list(df.conversation_ids[0]) == read_provenance(rows_path, 0).conversation_ids
 
     ds = datasets.load_dataset("parquet", data_files=str(rows_path), split="train", cache_dir=str(tmp_path / "cache"))

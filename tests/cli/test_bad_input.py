@@ -34,6 +34,7 @@ from helpers.chat import s as S
 from helpers.chat import supervised_runs
 from helpers.chat import u as U
 from helpers.qwen_reference import mask_from_token_bytes, qwen_by_hand
+from helpers.outputs import built
 from sftpack.builder import pipeline  # noqa: E402
 from sftpack.builder.conversation import SKIP_REASONS, Skip
 from sftpack.builder.encode import MAX_RENDERED_CHARS, encode_conversation, make_encoder
@@ -155,16 +156,16 @@ def assert_no_output(out: Path) -> None:
     if not out.exists():
         return
     names = sorted(p.name for p in out.iterdir())
-    assert f"{NAME}.parquet" not in names and f"{NAME}.build.yaml" not in names, names
+    assert not [n for n in names if n.startswith(NAME) and n.endswith((".parquet", ".build.yaml"))], names
     assert not [n for n in names if n.endswith(".tmp")], names
 
 
 def record_of(out: Path) -> dict:
-    return yaml.safe_load((out / f"{NAME}.build.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load((built(out, ".build.yaml")).read_text(encoding="utf-8"))
 
 
 def packed_ids(out: Path) -> set[str]:
-    table = pq.read_table(out / f"{NAME}.parquet", columns=["conversation_ids"])
+    table = pq.read_table(built(out, ".parquet"), columns=["conversation_ids"])
     return {i for ids in table.column("conversation_ids").to_pylist() for i in ids}
 
 
@@ -311,7 +312,7 @@ def test_strict_builds_a_clean_source(tmp_path, capsys):
     assert rc == 0, err
     rc, _, err = cli(build_argv(source, tmp_path / "b"), capsys)
     assert rc == 0, err
-    assert (tmp_path / "a" / f"{NAME}.parquet").read_bytes() == (tmp_path / "b" / f"{NAME}.parquet").read_bytes()
+    assert (built(tmp_path / "a", ".parquet")).read_bytes() == (built(tmp_path / "b", ".parquet")).read_bytes()
 
 
 @pytest.mark.parametrize("case", [c for c in MALFORMED if isinstance(c[1], dict) and "messages" in c[1]], ids=case_id)
@@ -397,7 +398,7 @@ def test_conversation_longer_than_many_rows_is_kept(tmp_path, capsys, reference_
     out = tmp_path / "out"
     rc, _, err = cli(build_argv(source, out, rows=n_rows, row_tokens=row_tokens), capsys)
     assert rc == 0, err
-    table = pq.read_table(out / f"{NAME}.parquet")
+    table = pq.read_table(built(out, ".parquet"))
     assert table.num_rows == n_rows
     for r, row in enumerate(table.to_pylist()):
         tokens = np.frombuffer(row["tokens"], dtype="<i4").tolist()
@@ -497,7 +498,7 @@ def test_build_counts_conversations_with_control_text(tmp_path, capsys, encoder,
     record = record_of(out)
     assert record["counts"]["conversations_with_control_text"] == len(forged)
     assert record["counts"]["conversations_packed"] == len(rows)
-    row = pq.read_table(out / f"{NAME}.parquet").to_pylist()[0]
+    row = pq.read_table(built(out, ".parquet")).to_pylist()[0]
     assert np.frombuffer(row["tokens"], dtype="<i4").tolist() == stream_ids
     assert list(row["loss_mask"]) == stream_mask
 
@@ -578,12 +579,12 @@ def small_source(tmp_path):
     (["--row-tokens", "1"], "--row-tokens must be at least 2"),
     (["--row-tokens", "0"], "--row-tokens must be at least 2"),
     (["--seed", "-1"], "--seed"),
-    (["--workers", "-2"], "--workers must be at least 1"),
+    (["--workers", "-2"], "--workers must be 0 (all cores) or more"),
     (["--rows", "many"], "invalid value 'many': a whole number or `all`"),
     (["--row-tokens", "8k"], "invalid int value: '8k'"),
     (["--bogus-flag"], "unrecognized arguments: --bogus-flag"),
     (["--tokenizer", "/nonexistent/tokenizer"], "no such file or directory"),
-    (["--dataset-revision", "main"], "--dataset-revision applies to --source hub only"),
+    (["--dataset-revision", "main"], "--dataset-revision applies to --source hub or a hub dataset id only"),
 ])
 def test_bad_arguments(argv_extra, needle, small_source, tmp_path, capsys):
     out = tmp_path / "out"
@@ -688,12 +689,12 @@ def test_existing_output_is_refused_unless_overwrite(small_source, tmp_path, cap
     out = tmp_path / "out"
     rc, _, err = cli(build_argv(small_source, out), capsys)
     assert rc == 0, err
-    files = [out / f"{NAME}.parquet", out / f"{NAME}.build.yaml"]
+    files = [built(out, ".parquet"), built(out, ".build.yaml")]
     for f in files:  # make the files recognisably ours and old
         f.write_bytes(f.read_bytes() + b"\n# mine\n")
         os.utime(f, ns=(1_000_000_000_000_000_000, 1_000_000_000_000_000_000))
     before = [(f.read_bytes(), f.stat().st_mtime_ns) for f in files]
-    for extra in ([], ["--strict"], ["--rows", "2"]):
+    for extra in ([], ["--strict"], ["--workers", "2"]):
         rc, stdout, err = cli(build_argv(small_source, out) + extra, capsys)
         assert rc == 2 and stdout == ""
         assert_one_error_line(err, "already exist", "--overwrite")
@@ -702,7 +703,7 @@ def test_existing_output_is_refused_unless_overwrite(small_source, tmp_path, cap
     files[0].unlink()
     rc, _, err = cli(build_argv(small_source, out), capsys)
     assert rc == 2
-    assert_one_error_line(err, f"{NAME}.build.yaml already exist")
+    assert_one_error_line(err, f"{files[1].name} already exist")
     assert (files[1].read_bytes(), files[1].stat().st_mtime_ns) == before[1]
     rc, _, err = cli(build_argv(small_source, out, "--overwrite"), capsys)
     assert rc == 0, err

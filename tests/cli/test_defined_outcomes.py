@@ -12,12 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from helpers import cli_outcomes
 from helpers.cli_outcomes import cli, offline_vocab_fixture, one_error_line
+from helpers.outputs import built, built_names
 from sftpack.rows import read_all_provenance
 
 MODEL = "Qwen3.5-122B-A10B"
-NAME = "qwen35-tulu3-fixed8192-v1"
 SEED = 42
 
 
@@ -40,7 +39,7 @@ def build(capsys, source, out, *extra, rows=2, row_tokens=256):
 
 
 def record_of(out: Path) -> dict:
-    return cli_outcomes.record_of(out, NAME)
+    return yaml.safe_load(built(out, ".build.yaml").read_text(encoding="utf-8"))
 
 
 def reached_in_walk(n: int, out: Path) -> np.ndarray:
@@ -84,7 +83,7 @@ def test_ids_integers_as_decimal_other_types_skipped(tmp_path, capsys):
     assert rc == 0, err
     reached = reached_in_walk(200, out)
     assert record_of(out)["counts"]["skipped"] == {"id_not_string": sum(1 for k in reached if k % 10 in odd)}
-    packed = [c for p in read_all_provenance(out / f"{NAME}.parquet") for c, o in zip(p.conversation_ids, p.offsets) if o == 0]
+    packed = [c for p in read_all_provenance(built(out, ".parquet")) for c, o in zip(p.conversation_ids, p.offsets) if o == 0]
     expected = [str(1000 + k) if k % 10 == 4 else f"sftpack:source-row-{k}" if k % 10 == 5 else f"c{k}" for k in reached if k % 10 not in odd]
     assert packed == expected[: len(packed)] and any(k % 10 == 4 for k in reached[: len(packed) + 8])
 
@@ -100,11 +99,11 @@ def test_duplicate_ids_are_counted_and_inspect_counts_conversations(tmp_path, ca
     packed_walk = reached_in_walk(60, out)[: counts["conversations_packed"]]
     same = sum(1 for k in packed_walk if k % 3 == 0)
     assert same >= 2 and counts["duplicate_ids"] == same - 1
-    rc, stdout, err = cli(capsys, "inspect", out / f"{NAME}.parquet", "--json")
+    rc, stdout, err = cli(capsys, "inspect", built(out, ".parquet"), "--json")
     info = json.loads(stdout)
     assert info["conversations"] == counts["conversations_packed"]
     assert info["distinct_ids"] == counts["conversations_packed"] - (same - 1)
-    rc, stdout, err = cli(capsys, "inspect", out / f"{NAME}.parquet")
+    rc, stdout, err = cli(capsys, "inspect", built(out, ".parquet"))
     assert f"only {info['distinct_ids']} distinct ids" in stdout
 
 
@@ -161,10 +160,11 @@ def test_lock_file_is_removed_after_a_build(tmp_path, capsys):
     out = tmp_path / "out"
     rc, _, err = build(capsys, source, out)
     assert rc == 0, err
-    assert sorted(os.listdir(out)) == [f"{NAME}.build.yaml", f"{NAME}.parquet"]
+    written = sorted(os.listdir(out))
+    assert written == built_names(out) and len(written) == 2
     rc, _, err = build(capsys, source, out)  # refused (exists): still nothing left behind
     assert rc == 2
-    assert sorted(os.listdir(out)) == [f"{NAME}.build.yaml", f"{NAME}.parquet"]
+    assert sorted(os.listdir(out)) == written
 
 
 @pytest.mark.parametrize("name,needle", [
@@ -204,7 +204,7 @@ def _rows_file(tmp_path: Path, capsys, edit=None) -> Path:
     out = tmp_path / "out"
     rc, _, err = build(capsys, "sample", out, rows=70, row_tokens=128)  # two row groups
     assert rc == 0, err
-    path = out / f"{NAME}.parquet"
+    path = built(out, ".parquet")
     if edit:
         table = pq.read_table(path)
         tokens = table.column("tokens").to_pylist()
@@ -230,12 +230,11 @@ def test_rollout_refuses_negative_token_ids(tmp_path, capsys):
 
 def test_verify_compares_sha256_case_insensitively(tmp_path, capsys):
     path = _rows_file(tmp_path, capsys)
-    record = path.with_name(f"{NAME}.build.yaml")
-    data = yaml.safe_load(record.read_text())
+    data = yaml.safe_load(built(path.parent, ".build.yaml").read_text())
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump({"workload": {"dataset": {
         "rows_sha256": data["rows_sha256"].upper(),
-        "build": {"name": NAME, "rows": 70, "row_tokens": 128, "parquet_sha256": data["parquet_sha256"].upper(),
+        "build": {"name": data["name"], "rows": 70, "row_tokens": 128, "parquet_sha256": data["parquet_sha256"].upper(),
                   "supervised_token_ratio": round(data["supervised_token_ratio"], 3)}}}}))
     rc, stdout, err = cli(capsys, "verify", recipe, "--rows", path)
     assert rc == 0, stdout + err
@@ -279,7 +278,7 @@ def test_generated_ids_cannot_collide_with_real_ids(fmt, tmp_path, capsys):
     rc, _, err = build(capsys, source, out, rows="all", row_tokens=64)
     assert rc == 0, err
     counts = record_of(out)["counts"]
-    packed = [c for p in read_all_provenance(out / f"{NAME}.parquet") for c, o in zip(p.conversation_ids, p.offsets) if o == 0]
+    packed = [c for p in read_all_provenance(built(out, ".parquet")) for c, o in zip(p.conversation_ids, p.offsets) if o == 0]
     walk = reached_in_walk(12, out)
     assert len(walk) == 12  # --rows all reaches every row (a conversation only in the dropped tail is not packed)
     if fmt == "parquet-no-id-column":
@@ -299,4 +298,4 @@ def test_generated_ids_cannot_collide_with_real_ids(fmt, tmp_path, capsys):
     else:
         assert rc == 2
         one_error_line(err, "--strict", "id_reserved", "'sftpack:source-row-3'", "starts with 'sftpack:'")
-        assert not (tmp_path / "strict" / f"{NAME}.parquet").exists()
+        assert not built_names(tmp_path / "strict")

@@ -21,12 +21,15 @@ import pytest
 
 from helpers import cli_outcomes
 from helpers.cli_outcomes import CONTROL, cli, offline_vocab_fixture, one_error_line
+from helpers.outputs import built
 from sftpack.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
-FINAL = {f"{NAME}.parquet", f"{NAME}.build.yaml"}
+STEM = f"{NAME}-rowtokens64-rows2"  # the files of build_argv's default build (64-token rows: another stream, 2 rows)
+FINAL = {f"{STEM}.parquet", f"{STEM}.build.yaml"}
+FINAL_64 = {f"{NAME}-rows64.parquet", f"{NAME}-rows64.build.yaml"}  # 64 rows of the published stream
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
 
 
@@ -50,11 +53,11 @@ def names(out: Path) -> set[str]:
 
 def assert_nothing_written(out: Path) -> None:
     left = names(out)
-    assert not FINAL & left and not [n for n in left if n.endswith(".tmp")], left
+    assert not [n for n in left if n.startswith(NAME) and n.endswith((".parquet", ".build.yaml", ".tmp"))], left
 
 
 def record_of(out: Path) -> dict:
-    return cli_outcomes.record_of(out, NAME)
+    return cli_outcomes.record_of(out)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -76,7 +79,7 @@ def small_tmpfs(tmp_path):
 def test_full_disk_is_one_line_naming_the_directory_and_keeps_old_outputs(small_tmpfs, capsys):
     out = small_tmpfs / "out"
     out.mkdir()
-    old = {name: f"old {name}\n".encode() for name in FINAL}
+    old = {name: f"old {name}\n".encode() for name in FINAL_64}
     for name, data in old.items():
         (out / name).write_bytes(data)
     rc, stdout, err = cli(capsys, *build_argv("sample", out, "--overwrite", rows=64, row_tokens=8192))
@@ -85,7 +88,7 @@ def test_full_disk_is_one_line_naming_the_directory_and_keeps_old_outputs(small_
     free = int(re.search(r"([\d,]+) bytes free", line).group(1).replace(",", ""))
     assert free == os.statvfs(out).f_bavail * os.statvfs(out).f_frsize > 0  # the temporaries' space is back
     assert stdout == ""
-    assert {name: (out / name).read_bytes() for name in FINAL} == old  # --overwrite replaces only at the end
+    assert {name: (out / name).read_bytes() for name in FINAL_64} == old  # --overwrite replaces only at the end
     assert not [n for n in names(out) if n.endswith(".tmp")]
 
 
@@ -222,8 +225,8 @@ def test_hostile_yaml_is_refused_in_one_line(case, tmp_path, capsys):
 def test_hostile_build_record_beside_a_parquet_is_ignored_by_inspect(tmp_path, capsys):
     rc, _, err = cli(capsys, *build_argv("sample", tmp_path / "out", rows=2, row_tokens=256))
     assert rc == 0, err
-    (tmp_path / "out" / f"{NAME}.build.yaml").write_text(_laughs())
-    rc, stdout, err = cli(capsys, "inspect", tmp_path / "out" / f"{NAME}.parquet")
+    (built(tmp_path / "out", ".build.yaml")).write_text(_laughs())
+    rc, stdout, err = cli(capsys, "inspect", built(tmp_path / "out", ".parquet"))
     assert rc == 0, err
     assert "2 x 256 tokens" in stdout and "Traceback" not in err
 
@@ -276,7 +279,7 @@ def hostile_rows(tmp_path_factory, offline_vocab):
     out = tmp / "out"
     argv = [str(a) for a in build_argv(source, out, rows=2, row_tokens=256)]
     assert main(argv) == 0
-    return out / f"{NAME}.parquet"
+    return built(out, ".parquet")
 
 
 def test_inspect_escapes_control_characters_and_markers(hostile_rows, capsys):
@@ -384,7 +387,7 @@ def test_corrupt_footer_is_one_printable_line_everywhere(hostile_rows, tmp_path,
     data[len(data) - 8 - footer + 5] ^= 0xFF  # a flipped byte in the thrift footer
     path = tmp_path / "flipped.parquet"
     path.write_bytes(bytes(data))
-    record = hostile_rows.with_name(f"{NAME}.build.yaml")
+    record = built(hostile_rows.parent, ".build.yaml")
     for argv in (["hash", path], ["inspect", path], ["verify", record, "--rows", path]):
         rc, _, err = cli(capsys, *argv)
         assert rc == 2, argv

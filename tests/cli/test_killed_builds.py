@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
 ROWS = 400
-FINAL = (f"{NAME}.parquet", f"{NAME}.build.yaml")
+FINAL = (f"{NAME}-rows{ROWS}.parquet", f"{NAME}-rows{ROWS}.build.yaml")  # the file names state the row count
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from helpers.cli_outcomes import cli, offline_vocab_fixture, one_error_line
+from helpers.outputs import built
 from sftpack.families.profiles import resource_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,13 +91,14 @@ def test_verify_rebuild_keep_into_a_nonempty_directory_names_keep(tmp_path, caps
     assert rc == 0, err
     keep = tmp_path / "keep"
     keep.mkdir()
-    (keep / f"{NAME}.parquet").write_bytes(b"an older rebuild")
-    rc, stdout, err = cli(capsys, "verify", out / f"{NAME}.build.yaml", "--rebuild", "--keep", keep, "--source", "sample",
+    rows = built(out, ".parquet")  # its name states the build's parameters; a rebuild names its files the same
+    (keep / rows.name).write_bytes(b"an older rebuild")
+    rc, stdout, err = cli(capsys, "verify", built(out, ".build.yaml"), "--rebuild", "--keep", keep, "--source", "sample",
                           "--workers", 1)
     assert rc == 2
     line = one_error_line(err, "--keep", str(keep))
     assert "--overwrite" not in line
-    assert (keep / f"{NAME}.parquet").read_bytes() == b"an older rebuild"
+    assert (keep / rows.name).read_bytes() == b"an older rebuild"
 
 
 HIDE_TORCH = '''

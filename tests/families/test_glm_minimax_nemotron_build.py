@@ -32,6 +32,7 @@ from helpers.chat import a, s, supervised_runs, u
 from helpers.family_vocabs import FAMILIES as STAND_INS
 from helpers.family_vocabs import save_stand_in_dir
 from helpers.shared import official_template
+from helpers.outputs import built
 from sftpack.builder.encode import make_encoder
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
@@ -283,8 +284,8 @@ def test_build_64_sample_rows(dirs, refs, family, tmp_path, capsys):
             "--row-tokens", "1024", "--no-progress"]
     rc, stdout, stderr = run_cli(argv + ["--workers", "1", "--out", str(tmp_path / "a")], capsys)
     assert rc == 0, stderr
-    assert f"built 64 rows x 1024 tokens  ({spec.build_name}, loss mask {family})" in stdout
-    record = yaml.safe_load((tmp_path / "a" / f"{spec.build_name}.build.yaml").read_text(encoding="utf-8"))
+    assert f"built 64 rows x 1024 tokens  ({spec.build_name}-rowtokens1024, loss mask {family})" in stdout
+    record = yaml.safe_load((built(tmp_path / "a", ".build.yaml")).read_text(encoding="utf-8"))
     assert record["eos_token"] == spec.eos_token and record["eos_token_id"] == spec.eos_id
     assert record["renderer"].startswith("native ") and record["pinned"] is False and record["pins"] == {}
     assert ("<|user|> appended after a final assistant turn" in record["renderer"]) == (spec.final == "<|user|>")
@@ -292,14 +293,14 @@ def test_build_64_sample_rows(dirs, refs, family, tmp_path, capsys):
 
     rc, _, stderr = run_cli(argv + ["--workers", "2", "--out", str(tmp_path / "b")], capsys)
     assert rc == 0, stderr
-    again = yaml.safe_load((tmp_path / "b" / f"{spec.build_name}.build.yaml").read_text(encoding="utf-8"))
+    again = yaml.safe_load((built(tmp_path / "b", ".build.yaml")).read_text(encoding="utf-8"))
     assert (again["rows_sha256"], again["parquet_sha256"]) == (record["rows_sha256"], record["parquet_sha256"])
-    assert (tmp_path / "a" / f"{spec.build_name}.parquet").read_bytes() == (tmp_path / "b" / f"{spec.build_name}.parquet").read_bytes()
+    assert (built(tmp_path / "a", ".parquet")).read_bytes() == (built(tmp_path / "b", ".parquet")).read_bytes()
 
-    parquet = tmp_path / "a" / f"{spec.build_name}.parquet"
+    parquet = built(tmp_path / "a", ".parquet")
     rc, stdout, _ = run_cli(["hash", str(parquet)], capsys)
     assert rc == 0 and stdout.split()[0] == record["rows_sha256"]
-    rc, stdout, stderr = run_cli(["verify", str(tmp_path / "a" / f"{spec.build_name}.build.yaml"), "--rows", str(parquet)], capsys)
+    rc, stdout, stderr = run_cli(["verify", str(built(tmp_path / "a", ".build.yaml")), "--rows", str(parquet)], capsys)
     assert rc == 0, stdout + stderr
     rc, stdout, stderr = run_cli(["inspect", str(parquet), "--row", "3", "--json", "--tokenizer", str(dirs[family]),
                                   "--model", spec.model], capsys)

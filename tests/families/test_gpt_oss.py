@@ -218,23 +218,28 @@ def test_tokenizer_template_chooses_native_and_jinja_sees_the_pinned_date(vocab)
     assert supervised_runs(jinja, messages) == [F + "4.<|end|>", F + "6.<|return|>"]  # both end markers found
 
 
-def test_offline_without_the_rank_file_is_one_clear_line(tmp_path, monkeypatch, capsys):
+def test_offline_without_the_rank_file_or_quicktok_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    from sftpack.base.errors import UsageError
     from sftpack.cli import main
     from sftpack.tokenizers import offline as offline_vocab
 
+    def no_quicktok(expected):
+        raise UsageError("the quicktok-v1 package is not installed")
+
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(offline_vocab, "derive_o200k_base", no_quicktok)  # a broken install
     monkeypatch.setattr(offline_vocab, "reachable", lambda host, timeout=3.0: False)  # as on a machine without network
     code = main(["build", "--model", "gpt-oss-20b", "--source", "sample", "--rows", "1", "--out", str(tmp_path / "o"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     [line] = [l for l in err.splitlines() if "error" in l]
     assert "TIKTOKEN_CACHE_DIR" in line and "fb374d419588a4632f3f557e76b4b70aebbca790" in line and "446a9538cb6c" in line
-    assert not (tmp_path / "o" / "gptoss-tulu3-fixed8192-v1.parquet").exists()
+    assert "quicktok-v1" in line
+    assert not list((tmp_path / "o").glob("gptoss-tulu3-fixed8192-v1*.parquet"))
 
 
-def test_a_corrupt_cached_rank_file_is_refused(tmp_path, monkeypatch):
-    from sftpack.base.errors import UsageError
+def test_a_corrupt_cached_rank_file_is_not_used(tmp_path, monkeypatch):
     from sftpack.tokenizers import offline as offline_vocab
 
     cache = tmp_path / "cache"
@@ -242,8 +247,9 @@ def test_a_corrupt_cached_rank_file_is_refused(tmp_path, monkeypatch):
     (cache / offline_vocab.O200K_BASE_CACHE_KEY).write_bytes(b"not the ranks\n")
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
     monkeypatch.setattr(offline_vocab, "reachable", lambda host, timeout=3.0: False)
-    with pytest.raises(UsageError, match="TIKTOKEN_CACHE_DIR"):
-        offline_vocab.load_o200k_harmony()
+    vocab = offline_vocab.load_o200k_harmony()  # the ranks derived from quicktok-v1, checked, instead
+    assert vocab.info.source == "offline-quicktok" and "quicktok-v1" in vocab.info.description
+    assert (cache / offline_vocab.O200K_BASE_CACHE_KEY).read_bytes() == b"not the ranks\n"  # left as it was
 
 
 def test_an_empty_tiktoken_cache_dir_is_refused_since_tiktoken_would_not_check_the_file(monkeypatch):

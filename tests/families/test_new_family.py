@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from helpers.rows_fixtures import offline
+from helpers.outputs import built
 from sftpack.cli import main
 from sftpack.families.registry import FAMILIES, register_family
 
@@ -128,15 +129,15 @@ def test_a_toy_family_builds_verifies_and_inspects_offline(toy, tmp_path, capsys
         captured = capsys.readouterr()
         assert rc == 0, captured.err
         assert "the toy vocabulary built into its family" in captured.err  # the offline warning names it
-        row = pq.read_table(out / "toy-rows.parquet").to_pylist()[0]
+        row = pq.read_table(built(out, ".parquet")).to_pylist()[0]
         assert np.frombuffer(row["tokens"], "<i4").tolist() == ids and list(row["loss_mask"]) == mask
-        record = yaml.safe_load((out / "toy-rows.build.yaml").read_text())
+        record = yaml.safe_load(built(out, ".build.yaml").read_text())
         assert record["loss_mask"] == "toy"
         assert record["renderer"] == ("native toy renderer (official template; the tokenizer has no chat_template); "
                                       "greeting hello pinned by the profile")
-        assert main(["verify", str(out / "toy-rows.build.yaml"), "--rows", str(out / "toy-rows.parquet")]) == 0
+        assert main(["verify", str(built(out, ".build.yaml")), "--rows", str(built(out, ".parquet"))]) == 0
         capsys.readouterr()
-        assert main(["inspect", str(out / "toy-rows.parquet"), "--row", "0", "--model", str(toy), "--json"]) == 0
+        assert main(["inspect", str(built(out, ".parquet")), "--row", "0", "--model", str(toy), "--json"]) == 0
     view = json.loads(capsys.readouterr().out)
     assert view["tokens"] == ids and view["eos_token"] == "</s>"
     text = "".join(segment["text"] for segment in view["segments"]).replace(" ", "")  # the toy decoder spaces tokens
@@ -156,7 +157,7 @@ def test_the_tokenizer_file_quirk_is_recorded_and_never_run(toy, tmp_path, capsy
         rc = main(["build", "--model", str(toy), "--tokenizer", str(directory), "--source", "sample", "--rows", "1",
                    "--row-tokens", "64", "--out", str(tmp_path / "out"), "--workers", "1", "--no-progress"])
     assert rc == 0, capsys.readouterr().err
-    record = yaml.safe_load((tmp_path / "out" / "toy-rows.build.yaml").read_text())
+    record = yaml.safe_load(built(tmp_path / "out", ".build.yaml").read_text())
     assert record["tokenizer_files"]["toy_tokenizer.py"] == hashlib.sha256((directory / "toy_tokenizer.py").read_bytes()).hexdigest()
     assert not marker.exists()
 

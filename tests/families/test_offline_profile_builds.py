@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from helpers.rows_fixtures import offline
+from helpers.outputs import built
 from sftpack import read_rows
 from sftpack.cli import main
 from sftpack.trainer.rollout import generate_rollout
@@ -49,14 +50,14 @@ def test_build_offline_deterministic_and_usable(models, tmp_path, capsys, o200k_
     with offline():
         build_cli(model, tmp_path / "a", "2", capsys)
         build_cli(model, tmp_path / "b", "1", capsys)
-        parquet = tmp_path / "a" / f"{name}.parquet"
-        assert (tmp_path / "b" / f"{name}.parquet").read_bytes() == parquet.read_bytes()
-        assert (tmp_path / "b" / f"{name}.build.yaml").read_bytes() == (tmp_path / "a" / f"{name}.build.yaml").read_bytes()
+        parquet = built(tmp_path / "a", ".parquet")
+        assert (built(tmp_path / "b", ".parquet")).read_bytes() == parquet.read_bytes()
+        assert (built(tmp_path / "b", ".build.yaml")).read_bytes() == (built(tmp_path / "a", ".build.yaml")).read_bytes()
         outs = [tmp_path / "a"]
         for other in models[1:]:
             build_cli(other, tmp_path / other, "2", capsys)
-            assert (tmp_path / other / f"{name}.parquet").read_bytes() == parquet.read_bytes()
-        record = yaml.safe_load((outs[0] / f"{name}.build.yaml").read_text(encoding="utf-8"))
+            assert (built(tmp_path / other, ".parquet")).read_bytes() == parquet.read_bytes()
+        record = yaml.safe_load((built(outs[0], ".build.yaml")).read_text(encoding="utf-8"))
         assert record["model"] == model and record["pinned"] is False and record["tokenizer_source"] == source
         assert record["eos_token"] == eos and record["eos_token_id"] == eos_id
         assert record["renderer"].startswith("native ")
@@ -67,7 +68,7 @@ def test_build_offline_deterministic_and_usable(models, tmp_path, capsys, o200k_
         assert (tokens == eos_id).any()  # conversations are joined by the EOS token
         code, out, _ = run(["hash", str(parquet)], capsys)
         assert code == 0 and out.split()[0] == record["rows_sha256"]
-        code, out, err = run(["verify", str(outs[0] / f"{name}.build.yaml"), "--rows", str(parquet)], capsys)
+        code, out, err = run(["verify", str(built(outs[0], ".build.yaml")), "--rows", str(parquet)], capsys)
         assert code == 0, out + err
         ids = pq.read_table(parquet, columns=["conversation_ids"]).column(0).to_pylist()
         k = next(r for r, c in enumerate(ids) if len(c) >= 2)  # a row holding a conversation boundary

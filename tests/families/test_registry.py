@@ -13,6 +13,7 @@ import pytest
 import yaml
 from tokenizers import AddedToken, Regex, Tokenizer, models, pre_tokenizers
 
+from helpers.outputs import built
 from sftpack.base.errors import UsageError
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
@@ -24,6 +25,7 @@ from sftpack.families.registry import FAMILIES, Family, get_family, register_fam
 TOY_RENDERER = '''
 """Toy chat format: <|u|>content<|e|> and <|a|>content<|e|>, nothing between turns."""
 from sftpack.families.render import TemplateError, TurnWriter
+from helpers.outputs import built
 
 HEADERS = {"user": "<|u|>", "assistant": "<|a|>"}
 
@@ -102,10 +104,10 @@ def test_a_toy_family_added_as_the_readme_says_builds_with_hand_derived_tokens(t
                "--row-tokens", str(len(ids)), "--out", str(out), "--workers", "1", "--no-progress"])
     captured = capsys.readouterr()
     assert rc == 0, captured.err
-    row = pq.read_table(out / "toy-rows.parquet").to_pylist()[0]
+    row = pq.read_table(built(out, ".parquet")).to_pylist()[0]
     assert np.frombuffer(row["tokens"], "<i4").tolist() == ids
     assert list(row["loss_mask"]) == mask
-    record = yaml.safe_load((out / "toy-rows.build.yaml").read_text())
+    record = yaml.safe_load(built(out, ".build.yaml").read_text())
     assert record["renderer"] == "native toy renderer (official template; the tokenizer has no chat_template)"
     assert record["loss_mask"] == "toy" and record["eos_token"] == "</s>"
     assert record["counts"]["conversations_with_control_text"] == 1  # derived from the tokenizer's special tokens

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from helpers.outputs import built
 from sftpack.builder import pipeline
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
@@ -57,5 +58,6 @@ def one_error_line(err: str, *needles: str) -> str:
     return lines[0]
 
 
-def record_of(out: Path, name: str) -> dict:
-    return yaml.safe_load((out / f"{name}.build.yaml").read_text(encoding="utf-8"))
+def record_of(out: Path) -> dict:
+    """The build record the build in ``out`` wrote (its file name states the build's parameters)."""
+    return yaml.safe_load(built(out, ".build.yaml").read_text(encoding="utf-8"))

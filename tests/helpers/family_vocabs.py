@@ -27,6 +27,7 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 
 from helpers import SHARED
 from helpers.small_vocabs import learn_merges  # the same plain BPE learner
+from helpers.trl_templates import trl_template
 
 TEMPLATES = SHARED / "fixtures" / "templates"
 
@@ -144,6 +145,8 @@ def save_stand_in_dir(family: str, path, template: str | None = None) -> Path:
     config = {"tokenizer_class": "PreTrainedTokenizerFast", **tokens, "model_max_length": 1_000_000}
     if template is None and (TEMPLATES / template_file).exists():
         template = (TEMPLATES / template_file).read_text(encoding="utf-8")
+    elif template is None:  # without ../shared: TRL's byte-identical copy, where it ships one
+        template, _ = trl_template(template_file)
     if template is not None:
         config["chat_template"] = template
     (path / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False, indent=2), encoding="utf-8")

@@ -1,14 +1,12 @@
 """A tiktoken cache seeded with o200k_base.tiktoken for the gpt-oss tests (no network): the rank file is converted
 from the copy the `quicktok-v1` package ships and used only when its sha256 equals the expected_hash tiktoken itself
-checks downloads against. Nothing here imports sftpack."""
+checks downloads against (read here from tiktoken's source, independently of sftpack)."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import inspect
 import re
-import struct
 from pathlib import Path
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
@@ -24,21 +22,11 @@ def tiktoken_expected_hash() -> str:
 
 
 def o200k_base_from_quicktok() -> bytes:
-    """quicktok's ``data/o200k.vocab`` (u32 count, then per token: u16 length, bytes, u32 rank) written in
-    tiktoken's format: ``base64(token) rank`` lines in rank order."""
-    import quicktok
+    """quicktok's ``data/o200k.vocab`` written in tiktoken's format by sftpack's converter; whoever wrote it, the
+    bytes are used only when their sha256 is tiktoken's own expected hash (:func:`seed_caches`)."""
+    from sftpack.tokenizers.quicktok_o200k import quicktok_vocab_path, tiktoken_lines
 
-    data = (Path(quicktok.__file__).parent / "data" / "o200k.vocab").read_bytes()
-    (count,) = struct.unpack_from("<I", data, 0)
-    pos, tokens = 4, []
-    for _ in range(count):
-        (length,) = struct.unpack_from("<H", data, pos)
-        raw = data[pos + 2 : pos + 2 + length]
-        (rank,) = struct.unpack_from("<I", data, pos + 2 + length)
-        pos += 6 + length
-        tokens.append((rank, raw))
-    assert pos == len(data)
-    return b"".join(base64.b64encode(raw) + b" " + str(rank).encode() + b"\n" for rank, raw in sorted(tokens))
+    return tiktoken_lines(quicktok_vocab_path().read_bytes())
 
 
 def seed_caches(directory: Path) -> tuple[Path, Path]:

@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 from sftpack import BuildConfig, build
 
 MODEL = "Qwen3.5-122B-A10B"
-NAME = "qwen35-tulu3-fixed8192-v1"
+NAME = "qwen35-tulu3-fixed8192-v1-rowtokens512"  # the stream's name (inside the files): 512-token rows
 ROWS, ROW_TOKENS = 6, 512
+STEM = f"{NAME}-rows{ROWS}"  # the files' names: the stream's name and the row count
 WORDS = "apple river stone cloud lamp tiger violet orange paper window garden silver bridge candle forest".split()
 LONG = 7  # c07 is ~750 tokens: cut across two or three rows
 
@@ -64,7 +65,7 @@ def build_small(directory: Path) -> tuple[Path, Path, Path]:
     out = directory / "out"
     build(BuildConfig(model=MODEL, source=str(source), rows=ROWS, row_tokens=ROW_TOKENS, out=str(out), workers=1,
                       progress=False))
-    return source, out / f"{NAME}.parquet", out / f"{NAME}.build.yaml"
+    return source, out / f"{STEM}.parquet", out / f"{STEM}.build.yaml"
 
 
 def tulu_jsonl(path, n: int = 300, seed: int = 0) -> None:

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from helpers import SHARED
+from helpers.trl_templates import trl_template
+
+TEMPLATES = SHARED / "fixtures" / "templates"
 
 
 def shared_file(*parts: str) -> Path:
@@ -20,7 +23,14 @@ def shared_file(*parts: str) -> Path:
 
 
 def official_template(name: str) -> str:
-    return shared_file("fixtures", "templates", name).read_text(encoding="utf-8")
+    """The official template ``name`` from ../shared, else TRL's byte-identical copy (sha256-checked), else skip."""
+    path = TEMPLATES / name
+    if path.exists():
+        return path.read_text(encoding="utf-8")
+    text, why_not = trl_template(name)
+    if text is None:
+        pytest.skip(f"{path} is absent (../shared is only beside the project in CI and dev sessions) and {why_not}")
+    return text
 
 
 

@@ -31,9 +31,7 @@ def build_rows(directory: Path, vocab, fmt: str = "parquet", rows: int = ROWS, r
         record = sftpack.build(BuildConfig(model=MODEL, source=str(source), rows=rows, row_tokens=row_tokens,
                                            out=str(directory / fmt), workers=1, progress=False, format=fmt),
                                vocab=vocab)
-    (rows_file,) = [p for p in (directory / fmt).iterdir() if p.name.startswith(record.name) and
-                    not p.name.endswith(".build.yaml")]
-    return rows_file, directory / fmt / f"{record.name}.build.yaml"
+    return record.paths.parquet, record.paths.record
 
 
 def documents(provenance) -> list[tuple[int, int]]:

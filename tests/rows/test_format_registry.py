@@ -72,10 +72,10 @@ def test_a_registered_toy_format_builds_hashes_verifies_and_inspects(toy_format,
 
     toy = sftpack.build(config("toy", tmp_path / "toy"), vocab=offline_qwen)
     parquet = sftpack.build(config("parquet", tmp_path / "pq"), vocab=offline_qwen)
-    toy_file = tmp_path / "toy" / f"{toy.name}.toyrows"
-    assert toy_file.is_file() and not (tmp_path / "toy" / f"{toy.name}.parquet").exists()
+    toy_file = toy.paths.parquet  # the rows file, whatever its format
+    assert toy_file.suffix == ".toyrows" and toy_file.is_file() and not list((tmp_path / "toy").glob("*.parquet"))
     # the rows are the parquet build's, read back through the parquet reader (an independent path)
-    tokens, mask = sftpack.read_rows(tmp_path / "pq" / f"{parquet.name}.parquet")
+    tokens, mask = sftpack.read_rows(parquet.paths.parquet)
     reader = open_rows_file(toy_file)
     assert isinstance(reader, ToyReader)
     assert np.array_equal(reader.read()[0], tokens) and np.array_equal(reader.read()[1], mask)
@@ -84,18 +84,18 @@ def test_a_registered_toy_format_builds_hashes_verifies_and_inspects(toy_format,
 
     assert main(["hash", str(toy_file)]) == 0
     assert capsys.readouterr().out.split()[0] == parquet.rows_sha256
-    record = tmp_path / "toy" / f"{toy.name}.build.yaml"
+    record = toy.paths.record
     assert main(["verify", str(record), "--rows", str(toy_file)]) == 0
     assert "VERIFIED" in capsys.readouterr().out
     assert main(["inspect", str(toy_file), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == 5 and summary["supervised_tokens"] == int(mask.sum())
     assert summary["conversations"] == len({c for p in sftpack.rows.read_all_provenance(
-        tmp_path / "pq" / f"{parquet.name}.parquet") for c in p.conversation_ids})
+        parquet.paths.parquet) for c in p.conversation_ids})
 
 
 def test_an_unknown_format_is_one_line():
-    with pytest.raises(UsageError, match=r"^--format 'csv': unknown rows format \(known: megatron-bridge, parquet, trl\)$"):
+    with pytest.raises(UsageError, match=r"^format 'csv': unknown rows format \(known: megatron-bridge, parquet, trl\)$"):
         BuildConfig(model=MODEL, format="csv")
 
 

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.cli_outcomes import cli, offline_vocab_fixture, one_error_line
+from helpers.outputs import built
 
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
@@ -28,15 +29,15 @@ def good(tmp_path_factory):
     rc = main(["build", "--model", MODEL, "--source", "sample", "--rows", "70", "--row-tokens", str(ROW_TOKENS),
               "--out", str(out), "--workers", "1", "--no-progress"])
     assert rc == 0
-    return out / f"{NAME}.parquet"
+    return built(out, ".parquet")
 
 
 def _rewrite(good, path, edit):
     table = pq.read_table(good)
     table = edit(table).replace_schema_metadata(table.schema.metadata)
     pq.write_table(table, path, row_group_size=64)
-    record = good.with_name(f"{NAME}.build.yaml")
-    path.with_name(f"{NAME}.build.yaml").write_bytes(record.read_bytes())
+    record = built(good.parent, ".build.yaml")
+    path.with_name(f"{path.stem}.build.yaml").write_bytes(record.read_bytes())
     return path
 
 
@@ -93,7 +94,7 @@ def test_rows_readers_refuse_with_one_shared_line(case, good, tmp_path, capsys):
         "inspect": _error(capsys, "inspect", bad),
         "inspect --row 0": _error(capsys, "inspect", bad, "--row", 0),
         "inspect --row 69": _error(capsys, "inspect", bad, "--row", 69),
-        "verify": _error(capsys, "verify", good.with_name(f"{NAME}.build.yaml"), "--rows", bad),
+        "verify": _error(capsys, "verify", built(good.parent, ".build.yaml"), "--rows", bad),
         "diff": _error(capsys, "diff", good, bad, "--no-decode"),
         "diff reversed": _error(capsys, "diff", bad, good, "--no-decode"),
         "loss": _error(capsys, "loss", "--model", str(tmp_path / "no-model"), "--rows", bad, "--device", "cpu"),
@@ -124,6 +125,6 @@ def test_inconsistent_provenance_is_refused_by_its_readers(case, good, tmp_path,
 
 def test_a_good_file_reads_everywhere(good, capsys):
     for argv in (["hash", good], ["inspect", good], ["inspect", good, "--row", 66],
-                 ["verify", good.with_name(f"{NAME}.build.yaml"), "--rows", good]):
+                 ["verify", built(good.parent, ".build.yaml"), "--rows", good]):
         rc, _, err = cli(capsys, *argv)
         assert rc == 0, (argv, err)

@@ -14,6 +14,7 @@ import yaml
 from helpers.cli_outcomes import cli, one_error_line
 from helpers.shared import shared_file
 from helpers.family_vocabs import save_stand_in_dir
+from helpers.outputs import built
 from sftpack.families.profiles import load_profile, resource_dir
 
 
@@ -84,7 +85,7 @@ def test_profile_without_ids_warns_and_records(tmp_path, capsys, monkeypatch):
     assert rc == 0, err
     warnings = [line for line in err.splitlines() if line.startswith("sftpack: warning:") and "not checked" in line]
     assert len(warnings) == 1 and "MiniMax-M2" in warnings[0]
-    record = yaml.safe_load((tmp_path / "out" / f"{profile['build_name']}.build.yaml").read_text(encoding="utf-8"))
+    record = yaml.safe_load(built(tmp_path / "out", ".build.yaml").read_text(encoding="utf-8"))
     assert "not checked" in record["tokenizer"]
 
 

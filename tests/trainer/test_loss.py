@@ -5,6 +5,7 @@ transformers models on CPU; the torch tests skip cleanly when torch is absent.""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -33,7 +34,7 @@ def rows_path(tmp_path_factory):
     tulu_jsonl(d / "src.jsonl", n=60, seed=1)
     record = build(BuildConfig(model="Qwen3.5-122B-A10B", source=str(d / "src.jsonl"), rows=5, row_tokens=128,
                                out=str(d / "out"), workers=1, progress=False))
-    return str(d / "out" / f"{record['name']}.parquet")
+    return str(record.paths.parquet)
 
 
 def tiny(torch, kind: str, vocab: int, seed: int = 0):
@@ -172,5 +173,16 @@ def test_usage_errors_are_one_line(torch, rows_path, llama_dir, tmp_path, capsys
         (["--model", llama_dir, "--rows", str(tmp_path / "none.parquet"), "--device", "cpu"], "no such file"),
     ]:
         assert main(["loss", *argv]) == 2
-        err = capsys.readouterr().err.strip()
+        err = "\n".join(line for line in capsys.readouterr().err.strip().splitlines()
+                        if not line.startswith("sftpack loss"))  # the stage lines and the bar
         assert len(err.splitlines()) == 1 and message in err, err
+
+
+def test_the_command_line_says_each_stage_and_counts_the_rows(torch, rows_path, llama_dir, capsys):
+    argv = ["loss", "--model", llama_dir, "--rows", rows_path, "--limit", "2", "--device", "cpu", "--dtype", "float32"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "sftpack loss: loading" in err and "checking the head on row 0" in err
+    assert re.split(r"[\r\n]", err.strip())[-1].startswith("sftpack loss: 100%") and "2/2" in err
+    assert main([*argv, "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""

@@ -70,7 +70,8 @@ def loss_json(capsys, *argv) -> dict:
 
 def one_line_error(capsys, *argv) -> str:
     assert main(["loss", *argv]) == 2
-    err = capsys.readouterr().err.strip()
+    err = "\n".join(line for line in capsys.readouterr().err.strip().splitlines()
+                    if not line.startswith("sftpack loss"))  # the stage lines and the bar
     assert len(err.splitlines()) == 1, err
     return err
 

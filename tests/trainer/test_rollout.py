@@ -36,8 +36,8 @@ def built(tmp_path_factory):
     tulu_jsonl(d / "src.jsonl")
     record = build(BuildConfig(model="Qwen3.5-122B-A10B", source=str(d / "src.jsonl"), rows=ROWS, row_tokens=ROW_TOKENS,
                                out=str(d / "out"), workers=1, progress=False))
-    path = d / "out" / f"{record['name']}.parquet"
-    assert yaml.safe_load((d / "out" / f"{record['name']}.build.yaml").read_text())["rows_sha256"] == record["rows_sha256"]
+    path = record.paths.parquet
+    assert yaml.safe_load(record.paths.record.read_text())["rows_sha256"] == record["rows_sha256"]
     return str(path), record
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
+from sftpack.builder.source.sharegpt import COLUMN as SHAREGPT_COLUMN, sharegpt_messages
 
 
 
@@ -66,9 +67,11 @@ class RowError(Exception):
 
 @dataclass
 class SourceInfo:
-    dataset: str  # "allenai/tulu-3-sft-mixture", "sample", or the file name
-    location: str  # "hub", "sample", "file"
+    dataset: str  # "allenai/tulu-3-sft-mixture", "sample", the file name, or a hub dataset id
+    location: str  # "hub", "sample", "file", "save_to_disk", "hub-dataset", "memory"
     revision: str | None = None
+    shape: str | None = None  # "sharegpt" when the rows were read from ShareGPT's `conversations`
+    roles: dict | None = None  # then: ShareGPT `from` -> role
 
 
 class Source:
@@ -83,6 +86,17 @@ class Source:
         raise NotImplementedError
 
     memory_mapped = False  # whether reading touches a memory map (a file cut short under it: SIGBUS)
+
+    def messages_of(self, row: dict):
+        """A JSON row's conversation: its ``messages``, or with ``info.shape == "sharegpt"`` its
+        ``conversations`` read as messages."""
+        if self.info.shape == "sharegpt":
+            return sharegpt_messages(row.get(SHAREGPT_COLUMN))
+        return row.get("messages")
+
+    def first_keys(self) -> list[str] | None:
+        """The keys of the first row, for a source whose rows are JSON objects (None otherwise)."""
+        return None
 
     def changed(self) -> str | None:
         """Why the files behind the source no longer match what was opened, if they do not (workers that read

@@ -64,6 +64,15 @@ class JsonLinesSource(Source):
             return f"source file {self.path} changed while being read ({self._size:,} bytes when opened, {now:,} now)"
         return None
 
+    def first_keys(self) -> list[str] | None:
+        if not len(self):
+            return None
+        try:
+            row = json.loads(self._read(int(self.starts[0]), int(self.ends[0] - self.starts[0])))
+        except (ValueError, RecursionError):
+            return None
+        return list(row) if isinstance(row, dict) else None
+
     def take(self, indices):
         out = []
         for k in indices:
@@ -81,5 +90,5 @@ class JsonLinesSource(Source):
             if isinstance(rid, RowError):
                 out.append(rid)
                 continue
-            out.append((rid, row.get("messages")))
+            out.append((rid, self.messages_of(row)))
         return out

@@ -15,6 +15,9 @@ class ListSource(Source):
     def __len__(self) -> int:
         return len(self.rows)
 
+    def first_keys(self) -> list[str] | None:
+        return list(self.rows[0]) if self.rows and isinstance(self.rows[0], dict) else None
+
     def take(self, indices):
         out = []
         for k in indices:
@@ -26,7 +29,7 @@ class ListSource(Source):
             if isinstance(rid, RowError):
                 out.append(rid)
                 continue
-            out.append((rid, row.get("messages")))
+            out.append((rid, self.messages_of(row)))
         return out
 
 

@@ -14,6 +14,8 @@ import pyarrow.parquet as pq
 
 from sftpack.base.errors import UsageError
 from sftpack.builder.source.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
+from sftpack.builder.source.huggingface import load_hub
+from sftpack.builder.source.sharegpt import missing_column, sharegpt_table
 from sftpack.families.profiles import TULU_REPO
 
 # Parquet sources above this size are memory-mapped through the `datasets` Arrow cache instead of being
@@ -25,11 +27,10 @@ class TableSource(Source):
     """An Arrow table, in memory or memory-mapped."""
 
     def __init__(self, table: pa.Table, info: SourceInfo, maps: list | None = None):
+        if info.shape == "sharegpt":
+            table = sharegpt_table(table, info.dataset)
         if "messages" not in table.column_names:
-            raise UsageError(
-                f"source {info.dataset}: no `messages` column (columns: {', '.join(table.column_names)}); "
-                "expected Tulu 3's schema: id, messages [{role, content}], source"
-            )
+            raise UsageError(missing_column(info.dataset, table.column_names, sharegpt=False))
         self.info = info
         table = _plain_columns(table, info)
         # Memory maps behind the table: their pages are released whenever the process's RSS passes
@@ -228,7 +229,7 @@ def read_arrow(path: Path) -> tuple[pa.Table, _MappedFile]:
     return table, mapped
 
 
-def _read_arrow_files(paths: list) -> TableSource:
+def read_arrow_files(paths: list) -> TableSource:
     tables, maps = zip(*(read_arrow(Path(p)) for p in paths))
     table = pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
     return table, list(maps)
@@ -240,14 +241,14 @@ def open_parquet(paths: list[Path], info: SourceInfo) -> Source:
         return TableSource(pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0], info)
     import datasets
 
-    with _quiet_datasets():
+    with quiet_datasets():
         ds = datasets.load_dataset("parquet", data_files=[str(p) for p in paths], split="train")
-    table, maps = _read_arrow_files([f["filename"] for f in ds.cache_files])
+    table, maps = read_arrow_files([f["filename"] for f in ds.cache_files])
     return TableSource(table, info, maps)
 
 
 @contextmanager
-def _quiet_datasets():
+def quiet_datasets():
     """No `datasets` progress bars while sftpack loads a source (sftpack draws its own); restored afterwards."""
     from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
@@ -268,14 +269,9 @@ def open_hub(revision: str) -> Source:
             f"--source hub: cannot reach the Hugging Face hub to load {TULU_REPO}@{revision[:12]}; "
             "use --source sample or --source PATH (a local copy in Tulu's schema)"
         )
-    import datasets
-
-    try:
-        with _quiet_datasets():
-            ds = datasets.load_dataset(TULU_REPO, revision=revision, split="train")
-    except Exception as e:  # datasets raises many kinds (network, cache, schema); each is one line here
-        raise UsageError(f"--source hub: loading {TULU_REPO}@{revision} failed ({e})") from e
-    table, maps = _read_arrow_files([f["filename"] for f in ds.cache_files])
+    with quiet_datasets():
+        files = load_hub(TULU_REPO, revision, label="--source hub")
+    table, maps = read_arrow_files(files)
     return TableSource(table, SourceInfo(TULU_REPO, "hub", revision), maps)
 
 

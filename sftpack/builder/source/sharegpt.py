@@ -1,0 +1,93 @@
+"""The ShareGPT shape (``conversations: [{from, value}]``) read as Tulu 3's (``messages: [{role, content}]``).
+
+``from`` names map to roles by :data:`ROLE_MAP` (the build record lists it); any other ``from`` (``tool``,
+``function_call``, ``observation``) is kept as it is, so the conversation is skipped as ``unknown_role`` and
+counted, exactly as a Tulu row with that role would be.
+
+    >>> sharegpt_messages([{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Yo"}])
+    [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Yo'}]
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sftpack.base.arguments import argument
+from sftpack.base.errors import UsageError
+
+COLUMN = "conversations"
+ROLE_MAP = {"human": "user", "gpt": "assistant", "system": "system", "user": "user", "assistant": "assistant"}
+
+
+def missing_column(where: str, found: list[str], sharegpt: bool) -> str:
+    """The one line for a source without the column its shape needs: what it has, what was expected."""
+    if sharegpt:
+        return (f"source {where}: no `{COLUMN}` column (found: {', '.join(found) or 'nothing'}); "
+                f"{argument('sharegpt', True)} expects ShareGPT's `{COLUMN}: [{{from, value}}]`")
+    hint = (f"; for ShareGPT's `{COLUMN}: [{{from, value}}]` pass {argument('sharegpt', True)}"
+            if COLUMN in found else "")
+    return (f"source {where}: no `messages` column (found: {', '.join(found) or 'nothing'}); expected Tulu 3's schema: "
+            f"id, messages [{{role, content}}], source{hint}")
+
+
+def sharegpt_messages(conversation):
+    """One row's ``conversations`` as ``messages``; anything that is not a list of objects is returned as it
+    is, so that the conversation checks name what is wrong with it."""
+    if not isinstance(conversation, list):
+        return conversation
+    out = []
+    for turn in conversation:
+        if not isinstance(turn, dict):
+            out.append(turn)
+            continue
+        message = {k: v for k, v in turn.items() if k not in ("from", "value")}
+        if "from" in turn:
+            who = turn["from"]
+            message["role"] = ROLE_MAP.get(who, who) if isinstance(who, str) else who
+        if "value" in turn:
+            message["content"] = turn["value"]
+        out.append(message)
+    return out
+
+
+def sharegpt_row(row):
+    """A JSON row with ``conversations`` as a row with ``messages`` (its other keys kept)."""
+    if not isinstance(row, dict) or COLUMN not in row:
+        return row
+    out = {k: v for k, v in row.items() if k != COLUMN}
+    out["messages"] = sharegpt_messages(row[COLUMN])
+    return out
+
+
+def sharegpt_table(table: pa.Table, where: str) -> pa.Table:
+    """An Arrow table whose ``conversations`` column (list of struct{from, value}) becomes ``messages`` (list of
+    struct{role, content}); the other columns are kept. The new column is built in memory."""
+    if COLUMN not in table.column_names:
+        raise UsageError(missing_column(where, table.column_names, sharegpt=True))
+    if "messages" in table.column_names:
+        raise UsageError(f"source {where}: it has both `messages` and `{COLUMN}`; {argument('sharegpt', True)} "
+                         f"reads `{COLUMN}` and would hide `messages`")
+    column = table.column(COLUMN)
+    kind = column.type
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)) or not pa.types.is_struct(kind.value_type):
+        raise UsageError(f"source {where}: column `{COLUMN}` is {kind}, not a list of {{from, value}} objects")
+    names = [kind.value_type.field(i).name for i in range(kind.value_type.num_fields)]
+    missing = [n for n in ("from", "value") if n not in names]
+    if missing:
+        raise UsageError(f"source {where}: the `{COLUMN}` entries have fields {', '.join(names)}; "
+                         f"{' and '.join(missing)} missing (ShareGPT: from, value)")
+    lists = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    turns = pc.list_flatten(lists)
+    who = pc.cast(turns.field("from"), pa.string())
+    keys = pa.array(list(ROLE_MAP), pa.string())
+    mapped = pc.take(pa.array(list(ROLE_MAP.values()), pa.string()), pc.index_in(who, value_set=keys))
+    role = pc.if_else(pc.is_null(mapped), who, mapped)
+    content = turns.field("value")
+    structs = pa.StructArray.from_arrays([role, content], names=["role", "content"], mask=pc.is_null(turns))
+    lengths = pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False)
+    offsets = pa.array([0, *lengths.cumsum().tolist()], pa.int64() if pa.types.is_large_list(kind) else pa.int32())
+    array_type = pa.LargeListArray if pa.types.is_large_list(kind) else pa.ListArray
+    messages = array_type.from_arrays(offsets, structs, mask=pc.is_null(lists))
+    index = table.column_names.index(COLUMN)
+    return table.remove_column(index).add_column(index, "messages", messages)

@@ -1,0 +1,47 @@
+"""Official chat templates from TRL's package, for a clone without ../shared.
+
+TRL ships the templates it trains with under ``trl/chat_templates/``; four of them are byte for byte the official
+templates the fixtures in ../shared/fixtures/templates hold. A test reads one from there only when its sha256 is
+the fixture's (written below from the fixture files), so the test runs on the very same bytes. TRL is located
+without being imported (importing it would import torch). Install it with ``pip install ".[trainers]"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+# fixture file name -> (file in trl/chat_templates/, sha256 of the fixture file)
+TRL_FILES = {
+    "qwen3_5.jinja": ("qwen3_5_think.jinja", "a4aee8afcf2e0711942cf848899be66016f8d14a889ff9ede07bca099c28f715"),
+    "gpt_oss.jinja": ("gptoss.jinja", "a4c9919cbbd4acdd51ccffe22da049264b1b73e59055fa58811a99efbd7c8146"),
+    "nemotron3_nano.jinja": ("nemotron_3_nano.jinja", "ab7813c3abdd9cb655905a410728b26c7884eca45ddfab8d9f931553485a7862"),
+    "nemotron3_super.jinja": ("nemotron_3_super.jinja",
+                              "575fb74f54ed264df9047d0ecce3c98938aae953fb4f50356675706264cbb68a"),
+}
+
+
+def trl_template_dir() -> Path | None:
+    spec = importlib.util.find_spec("trl")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "chat_templates"
+
+
+def trl_template(name: str) -> tuple[str | None, str]:
+    """``(text, "")`` of fixture ``name`` read from TRL, or ``(None, why not)``."""
+    if name not in TRL_FILES:
+        return None, f"TRL ships no copy of {name}"
+    directory = trl_template_dir()
+    if directory is None:
+        return None, "TRL is not installed (pip install '.[trainers]')"
+    trl_name, expected = TRL_FILES[name]
+    path = directory / trl_name
+    if not path.is_file():
+        return None, f"{path} is absent from this TRL"
+    content = path.read_bytes()
+    actual = hashlib.sha256(content).hexdigest()
+    if actual != expected:
+        return None, f"{path} has sha256 {actual}, not the fixture's {expected}"
+    return content.decode("utf-8"), ""
