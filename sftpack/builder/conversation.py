@@ -1,4 +1,4 @@
-"""Check one source conversation against the README's "Packing and hash specification", item 2, and keep only the keys that count.
+"""Check one source conversation against docs/spec.md, "Packing", item 2, and keep only the keys that count.
 
     >>> check_messages([{"role": "user", "content": "Hi", "extra": 1}, {"role": "assistant", "content": "Yo"}])
     [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Yo'}]

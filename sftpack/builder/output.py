@@ -1,4 +1,4 @@
-"""Write rows to parquet deterministically and atomically, and the build record next to it (README "Packing and hash specification", item 8).
+"""Write rows to parquet deterministically and atomically, and the build record next to it (docs/spec.md, "Packing", item 8).
 
 Files are written under temporary names in the output directory and renamed at the end - parquet first,
 build record last - so a killed build never leaves a final name behind. A lock file keeps two builds from

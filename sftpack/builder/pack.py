@@ -1,4 +1,4 @@
-"""Pack encoded conversations into fixed-length rows (README "Packing and hash specification", item 5).
+"""Pack encoded conversations into fixed-length rows (docs/spec.md, "Packing", item 5).
 
 Conversations are concatenated with one EOS token (mask 0) between consecutive ones, the stream is cut into
 consecutive ``row_tokens`` rows, position 0 of every row is unsupervised (the trainer predicts token t from

@@ -1,4 +1,4 @@
-"""The build: read -> check/render/mask/tokenize -> pack -> write (README "Packing and hash specification").
+"""The build: read -> check/render/mask/tokenize -> pack -> write (docs/spec.md, "Packing").
 
 Conversations are encoded in chunks by ``workers`` processes, in permutation order, only as far as the rows
 need (a bounded number of chunks in flight); results are consumed strictly in order, so the output does not
@@ -174,7 +174,7 @@ def _usable_cores() -> int:
 
 
 def permutation(n: int, seed: int) -> np.ndarray:
-    """The order of source rows: ``numpy.random.default_rng(seed).permutation(n)`` (README "Packing and hash specification", item 1), which is
+    """The order of source rows: ``numpy.random.default_rng(seed).permutation(n)`` (docs/spec.md, "Packing", item 1), which is
     the order of ``datasets.Dataset.shuffle(seed=seed)``."""
     return np.random.default_rng(seed).permutation(n)
 

@@ -45,7 +45,7 @@ class BuildStats:
 
 
 class Ratio(float):
-    """A ratio written with 6 decimals in the build record (README "Packing and hash specification", item 7)."""
+    """A ratio written with 6 decimals in the build record (docs/spec.md, "Packing", item 7)."""
 
 
 class _Section:

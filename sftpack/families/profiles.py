@@ -40,7 +40,7 @@ def resource_dir(name: str) -> Path:
 
 @dataclass(frozen=True)
 class MaskRule:
-    """A declarative loss-mask rule; see ``masks/qwen3_5.yaml`` and the README's "Loss-mask rules"."""
+    """A declarative loss-mask rule; see ``masks/qwen3_5.yaml`` and docs/models.md, "Loss-mask rules"."""
 
     name: str
     role: str

@@ -5,7 +5,7 @@ offline Qwen3.5 vocabulary) with one thing changed: the seed; one conversation m
 loss-mask rule or the EOS token (both through profile files, ``--model PATH.yaml``); and, with the small Kimi
 tokenizer of ``small_vocabs``, a tokenizer whose two merges swapped ranks. The expected row and position come
 from the inputs, not from diff: the permutation (numpy's ``default_rng``), each conversation's encoding, and the
-packing arithmetic of the README (conversations in order, one EOS between consecutive ones, consecutive 512-token
+packing arithmetic of docs/spec.md (conversations in order, one EOS between consecutive ones, consecutive 512-token
 rows); or, where that is only a restatement of the build, from a plain numpy comparison of the two files' rows.
 Writer row groups are made small (2 and 3 rows) so that the comparison streams across several, differently
 aligned row groups."""

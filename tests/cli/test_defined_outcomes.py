@@ -1,4 +1,4 @@
-"""The smaller cases of bad input, each with its defined outcome (README "Bad input")."""
+"""The smaller cases of bad input, each with its defined outcome (docs/bad-input.md)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def record_of(out: Path) -> dict:
 
 
 def reached_in_walk(n: int, out: Path) -> np.ndarray:
-    """The source rows the build reached, in its order (README: a numpy default_rng(seed) permutation)."""
+    """The source rows the build reached, in its order (docs/spec.md: a numpy default_rng(seed) permutation)."""
     return np.random.default_rng(SEED).permutation(n)[: record_of(out)["counts"]["source_rows_reached"]]
 
 

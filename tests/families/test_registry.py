@@ -1,5 +1,5 @@
 """The family registry and checked profiles/rules: a new family is one renderer file, one rule file, one profile
-file and one registry line (README "Adding a family"); a broken profile or rule is one line naming file and key."""
+file and one registry line (docs/architecture.md, "Adding a template family"); a broken profile or rule is one line naming file and key."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from sftpack.families.profiles import load_profile
 from sftpack.families.registry import FAMILIES, Family, get_family, register_family
 
 # ---------------------------------------------------------------------------------------------------------
-# A toy family, added the way the README says: its four pieces are written below into a temporary directory.
+# A toy family, added the way docs/architecture.md says: its four pieces are written below into a temporary directory.
 
 TOY_RENDERER = '''
 """Toy chat format: <|u|>content<|e|> and <|a|>content<|e|>, nothing between turns."""
