@@ -48,7 +48,11 @@ def tokenizer_files(profile) -> list[TokenizerFile]:
 
 
 def essential_files(profile) -> tuple[str, ...]:
-    return ESSENTIAL_FILES.get(profile.tokenizer_format, ())
+    files = ESSENTIAL_FILES.get(profile.tokenizer_format, ())
+    # A profile masked through its checkpoint's own template reads that template from tokenizer_config.json.
+    if profile.template == "jinja" and "tokenizer_config.json" not in files:
+        files += ("tokenizer_config.json",)
+    return files
 
 
 def directions(profile) -> str:

@@ -95,7 +95,7 @@ def test_without_the_checkpoints_tokenizer_one_line_says_what_to_get(model, tmp_
         code, out, err = run(["build", "--model", model, "--source", "sample", "--rows", "2", "--out", str(tmp_path),
                               "--no-progress"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert f"hub repository {NO_TEMPLATE_HERE[model]}" in err and "tokenizer_config.json" in err
+    assert f"its tokenizer is {NO_TEMPLATE_HERE[model]}@" in err and "tokenizer_config.json" in err
 
 
 def test_glm52_infers_and_proves_its_rule_from_the_checkpoints_template(stand_ins, tmp_path, capsys):
