@@ -133,5 +133,5 @@ def test_the_20_with_a_template_build_64_rows_identically_at_workers_1_and_2(mod
         for workers in (1, 2):
             record = build(BuildConfig(model=model, source="sample", rows=64, row_tokens=256, out=str(tmp_path / str(workers)),
                                        workers=workers, progress=False), vocab=vocab)
-            parquets.append((tmp_path / str(workers) / f"{record.name}.parquet").read_bytes())
+            parquets.append(record.paths.parquet.read_bytes())
     assert record.rows == 64 and parquets[0] == parquets[1]
