@@ -50,6 +50,19 @@ _GEMMA_CORPUS = (
 _NUM_MERGES = 400
 
 
+def merge_pair(symbols: tuple, pair: tuple) -> tuple:
+    """``symbols`` with every non-overlapping occurrence of ``pair``, left to right, joined into one symbol."""
+    out, i = [], 0
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+            out.append(symbols[i] + symbols[i + 1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return tuple(out)
+
+
 def _normalizer():
     return normalizers.Replace(" ", "▁")
 
@@ -76,15 +89,8 @@ def learn_merges(words: Counter, num_merges: int) -> list[tuple[str, str]]:
         merges.append(best)
         merged: dict = {}
         for symbols, count in segmented.items():
-            out, i = [], 0
-            while i < len(symbols):
-                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                    out.append(symbols[i] + symbols[i + 1])
-                    i += 2
-                else:
-                    out.append(symbols[i])
-                    i += 1
-            merged[tuple(out)] = merged.get(tuple(out), 0) + count
+            out = merge_pair(symbols, best)
+            merged[out] = merged.get(out, 0) + count
         segmented = merged
     return merges
 
@@ -207,15 +213,7 @@ def kimi_test_ranks() -> tuple[tuple[bytes, int], ...]:
         ranks.setdefault(best[0] + best[1], len(ranks))
         merged: Counter = Counter()
         for symbols, count in words.items():
-            out, i = [], 0
-            while i < len(symbols):
-                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == best:
-                    out.append(symbols[i] + symbols[i + 1])
-                    i += 2
-                else:
-                    out.append(symbols[i])
-                    i += 1
-            merged[tuple(out)] += count
+            merged[merge_pair(symbols, best)] += count
         words = merged
     return tuple(sorted(ranks.items(), key=lambda item: item[1]))
 
