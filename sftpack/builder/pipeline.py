@@ -26,7 +26,7 @@ from sftpack.builder.pack import pack_chunks
 from sftpack.builder.names import output_name
 from sftpack.builder.record import BuildRecord, BuildStats, OutputPaths, make_record
 from sftpack.builder.source import open_source
-from sftpack.builder.source.base import Source
+from sftpack.builder.source.base import Source, SourceChanged
 from sftpack.builder.workers import WorkerDied, WorkerPool
 from sftpack.families.profiles import TULU_REPO, TULU_REVISION, load_profile
 from sftpack.rows.formats import RowSink, get_row_format, new_row_writer
@@ -226,6 +226,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         _write_rows(encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
         try:
             interrupts.check()  # a signal recorded while the workers were being stopped
+            _check_source_unchanged(source)
             _check_row_count(writer.rows, stats, rows, row_tokens)
             parquet_sha256, parquet_bytes = writer.close()
             clock.mark("close_s")
@@ -277,6 +278,15 @@ def _write_rows(encoder: ConversationEncoder, source: Source, order: np.ndarray,
     finally:
         stream.close()  # stops the workers now, also when an error is on its way
         progress.close()
+
+
+def _check_source_unchanged(source: Source) -> None:
+    """A source file that changed while the build ran is refused even when every row the build used was read
+    before the change: the rows would describe a file that no longer exists, and whether a change is caught
+    must not depend on how far the workers had read ahead."""
+    why = getattr(source, "changed", lambda: None)()
+    if why:
+        raise SourceChanged(why)
 
 
 def _check_row_count(written: int, stats: BuildStats, rows, row_tokens: int) -> None:
