@@ -110,12 +110,27 @@ def _status(pid: int) -> dict | None:
     return out
 
 
+def _pss(pid: int) -> int:
+    """Proportional set size (bytes): each page divided among the processes sharing it. Pages a forked worker
+    shares with the parent (the tokenizer, copy-on-write) count once over all processes, where summing RssAnon
+    counts them once per process."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            m = re.search(r"^Pss:\s+(\d+) kB", f.read(), re.M)
+    except OSError:
+        return 0
+    return int(m.group(1)) * 1024 if m else 0
+
+
 class MemorySampler:
-    """Peak VmRSS / RssAnon / RssFile of the build process and of every process below it, every ``interval``."""
+    """Peak VmRSS / RssAnon / RssFile of the build process and of every process below it, every ``interval``, and
+    the peak of the processes' PSS summed at one instant (``pss_total``: the memory the build takes from the
+    machine; the source's page cache is not charged to it)."""
 
     def __init__(self, pid: int, interval: float = 0.02):
         self.pid, self.interval = pid, interval
         self.peaks: dict[int, dict] = {}
+        self.pss_total = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -127,6 +142,7 @@ class MemorySampler:
                 pid = todo.pop()
                 seen.append(pid)
                 todo += _children(pid)
+            self.pss_total = max(self.pss_total, sum(map(_pss, seen)))
             for pid in seen:
                 status = _status(pid)
                 if status:
@@ -140,7 +156,7 @@ class MemorySampler:
         self._thread.join()
         parent = self.peaks.get(self.pid, {})
         workers = [v for pid, v in self.peaks.items() if pid != self.pid]
-        return {"parent": parent, "workers": workers,
+        return {"parent": parent, "workers": workers, "pss_total": self.pss_total,
                 "workers_max": {k: max((w[k] for w in workers), default=0) for k in _FIELDS}}
 
 
@@ -274,8 +290,9 @@ def targets(results: dict) -> None:
             f = forced[r["workers"]]
             line += f"; {f['wall_s'] / r['wall_s']:.2f}x this run's --tokenizer-backend tiktoken build ({f['wall_s']:.2f} s)"
         print(line)
-        print(f"    peak memory: largest process RSS {_gib(peak)} GiB, all processes' anonymous memory "
-              f"{_gib(_all_anon(r['memory']))} GiB (target <= 2 GB); encoded by {r.get('encoded_by')}")
+        print(f"    peak memory: all processes' PSS together {_gib(r['memory'].get('pss_total', 0))} GiB (target <= 2 GB; "
+              f"largest process RSS {_gib(peak)} GiB; RssAnon summed over processes, which counts the pages the "
+              f"workers share with the parent once each, {_gib(_all_anon(r['memory']))} GiB); encoded by {r.get('encoded_by')}")
 
 
 def _gib(n: int) -> str:
@@ -390,7 +407,7 @@ def report(results: dict, args) -> None:
     print(f"\n{'workers':>7} {'backend':>8} {'rows':>8} {'tokens':>13} {'wall s':>8} {'Mtok/s':>7} {'eff':>6} "
           f"{'eff loop':>8} {'eff est.':>8} {'parent':>22} {'worker max':>22} {'all':>12}")
     print(f"{'':>7} {'':>8} {'':>8} {'':>13} {'':>8} {'':>7} {'':>6} {'':>8} {'':>8} {'RSS / anon GiB':>22} "
-          f"{'RSS / anon GiB':>22} {'anon GiB':>12}")
+          f"{'RSS / anon GiB':>22} {'PSS GiB':>12}")
     for r in [base] + results["runs"]:
         w = r["workers"]
         loop = r["timings"]["parent"]["loop_s"]
@@ -402,7 +419,7 @@ def report(results: dict, args) -> None:
         print(f"{w:>7} {r.get('backend', 'auto'):>8} {r['rows']:>8,} {r['tokens']:>13,} {r['wall_s']:>8.2f} "
               f"{r['tokens'] / r['wall_s'] / 1e6:>7.2f} {eff:>6.1%} {eff_loop:>8.1%} {est:>8.1%} "
               f"{_gib(p.get('VmRSS', 0)) + ' / ' + _gib(p.get('RssAnon', 0)):>22} "
-              f"{_gib(m['VmRSS']) + ' / ' + _gib(m['RssAnon']):>22} {_gib(_all_anon(r['memory'])):>12}")
+              f"{_gib(m['VmRSS']) + ' / ' + _gib(m['RssAnon']):>22} {_gib(r['memory'].get('pss_total', 0)):>12}")
     print("(eff = tokens/s over workers x the 1-worker tokens/s, whole process; eff loop = the same over the packing "
           "loop; eff est. = the estimated 1-worker wall of this build over workers x this wall; targets: >= 60% at 16,"
           " anon <= 1 GiB and RSS <= 2 GiB per process)")

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import tempfile
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
 
@@ -81,10 +83,11 @@ class QuicktokEncoding:
         self.special_tokens = special_tokens
         self.unsafe = unsafe  # per code point: True where a text holding it must go to tiktoken
         self.name = f"quicktok-v1 {_package_version('quicktok-v1')}"
-        # special tokens are found by their common prefix (str.find) and a set lookup per length; a regex
-        # alternation of gpt-oss's 1,088 literals costs microseconds at every candidate position
-        self._prefix = os.path.commonprefix(list(special_tokens)) if special_tokens else ""
-        self._lengths = sorted({len(token) for token in special_tokens}, reverse=True)
+        # special tokens are found by one regex over their trie: at a candidate position it reads each character
+        # once whatever the number of tokens. Measured on 8,000 rendered synthetic conversations: 0.07 s for
+        # Qwen3.5's 33 tokens and 0.10 s for gpt-oss's 1,088, against 0.30 s and 0.51 s for a str.find of their
+        # common prefix and a set lookup per length, and 0.92 s for gpt-oss's as a plain alternation.
+        self._specials = re.compile(f"({trie_pattern(special_tokens)})") if special_tokens else None
 
     def exact(self, texts: list[str]) -> np.ndarray:
         """Per text, whether quicktok's tokens are tiktoken's (no character that must go to tiktoken)."""
@@ -97,12 +100,20 @@ class QuicktokEncoding:
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Token ids (int32) of ``text``, special-token text becoming the special token."""
+        return self.encode_split(*self.split_specials(text))
+
+    def split_specials(self, text: str) -> tuple[list[str], np.ndarray]:
+        """The ordinary text around the special tokens, and the special tokens' ids: the Python half of
+        :meth:`encode_to_numpy`, which holds the GIL (a build runs it while another thread encodes)."""
         pieces, specials = self._split(text)
-        # one call for all the ordinary text between special tokens; it releases the GIL while it encodes
+        return pieces, np.fromiter(map(self.special_tokens.__getitem__, specials), dtype=np.uint32, count=len(specials))
+
+    def encode_split(self, pieces: list[str], special_ids: np.ndarray) -> np.ndarray:
+        """Token ids (int32) of what :meth:`split_specials` gave: one call for all the ordinary text, which
+        releases the GIL while it encodes, and the special tokens put back between the pieces."""
         tokens, offsets = self.tokenizer.encode_batch(pieces, 1, False)
-        if specials:
-            ids = np.fromiter(map(self.special_tokens.__getitem__, specials), dtype=np.uint32, count=len(specials))
-            tokens = np.insert(tokens, offsets[1:-1], ids)
+        if len(special_ids):
+            tokens = np.insert(tokens, offsets[1:-1], special_ids)
         return tokens.view(np.int32)
 
     def encode(self, text: str) -> list[int]:
@@ -111,47 +122,79 @@ class QuicktokEncoding:
     def _split(self, text: str) -> tuple[list[str], list[str]]:
         """The ordinary text around the special tokens, and the special tokens, as tiktoken finds them: the
         leftmost first, then on after its end (where one starts, it is the only one: none is another's prefix)."""
-        pieces, specials = [], []
-        if not self._lengths:
-            return [text], specials
-        find, prefix, tokens = text.find, self._prefix, self.special_tokens
-        pos, candidate = 0, text.find(prefix) if prefix else 0
-        while 0 <= candidate < len(text):
-            token = next((text[candidate : candidate + n] for n in self._lengths
-                          if text[candidate : candidate + n] in tokens), None)
-            if token is None:
-                candidate = find(prefix, candidate + 1) if prefix else candidate + 1
-                continue
-            pieces.append(text[pos:candidate])
-            specials.append(token)
-            pos = candidate + len(token)
-            candidate = find(prefix, pos) if prefix else pos
-        pieces.append(text[pos:])
-        return pieces, specials
+        if self._specials is None:
+            return [text], []
+        parts = self._specials.split(text)
+        return parts[0::2], parts[1::2]
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Token ids of ``text``, special-token text encoded as ordinary text."""
         return self.tokenizer.encode_batch([text], 1, False)[0].tolist()
 
 
-def encode_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: str) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids (int32) of ``joined``, the ``texts`` concatenated, special-token text becoming the special token,
-    and per text whether quicktok encoded it. Each run of consecutive texts goes to one engine, which is exact when
-    the tokens of a concatenation are the concatenated tokens of its texts (each text starts with a special token)."""
+def trie_pattern(words) -> str:
+    """A regex matching exactly ``words`` (none empty), as a trie: a shared prefix is written, and read, once.
+
+    >>> print(trie_pattern(["<|im_start|>", "<|im_end|>", "<think>"]))
+    <(?:think>|\\|im_(?:end\\|>|start\\|>))
+    >>> re.findall(trie_pattern(["<|im_start|>", "<|im_end|>"]), "a<|im_end|>b<|im_e<|im_start|>")
+    ['<|im_end|>', '<|im_start|>']
+    """
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def pattern(node: dict) -> str:
+        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 and "" not in node else f"(?:{'|'.join(branches)})"
+        return body + "?" if "" in node else body  # a word ending here, another going on
+
+    return pattern(trie)
+
+
+@dataclass
+class Run:
+    """Consecutive texts for one engine: quicktok's split (``pieces`` and ``special_ids``) or tiktoken's ``text``."""
+
+    text: str | None = None
+    pieces: list | None = None
+    special_ids: np.ndarray | None = None
+
+
+def plan_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: str) -> tuple[list[Run], np.ndarray]:
+    """The runs :func:`encode_runs` encodes into the tokens of ``joined``, the ``texts`` concatenated, and per text
+    whether quicktok encodes it: each run of consecutive texts goes to one engine, which is exact when the tokens of
+    a concatenation are the concatenated tokens of its texts (each text starts with a special token). The Python
+    part of the work (which texts quicktok may encode, where the special tokens are) is done here."""
     if fast is None:
-        return encoding.encode_to_numpy(joined, allowed_special="all").view(np.int32), np.zeros(len(texts), bool)
+        return [Run(text=joined)], np.zeros(len(texts), bool)
     exact = fast.exact(texts)
     if exact.all():
-        return fast.encode_to_numpy(joined), exact
-    parts, start = [], 0
+        return [Run(None, *fast.split_specials(joined))], exact
+    runs, start = [], 0
     for end in [*(np.flatnonzero(exact[1:] != exact[:-1]) + 1).tolist(), len(texts)]:
         run = "".join(texts[start:end])
-        if exact[start]:
-            parts.append(fast.encode_to_numpy(run))
-        else:
-            parts.append(encoding.encode_to_numpy(run, allowed_special="all").view(np.int32))
+        runs.append(Run(None, *fast.split_specials(run)) if exact[start] else Run(text=run))
         start = end
-    return np.concatenate(parts), exact
+    return runs, exact
+
+
+def encode_runs(encoding, fast: QuicktokEncoding | None, runs: list[Run]) -> np.ndarray:
+    """Token ids (int32) of the runs, special-token text becoming the special token; both engines release the GIL."""
+    parts = [encoding.encode_to_numpy(run.text, allowed_special="all").view(np.int32) if run.pieces is None
+             else fast.encode_split(run.pieces, run.special_ids) for run in runs]
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def encode_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: str) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids (int32) of ``joined``, the ``texts`` concatenated, and per text whether quicktok encoded it."""
+    runs, exact = plan_concatenated(encoding, fast, texts, joined)
+    return encode_runs(encoding, fast, runs), exact
 
 
 def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:

@@ -11,7 +11,8 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
-from sftpack.tokenizers.vocab import HFVocab, TiktokenVocab, Vocab, VocabInfo
+from sftpack.tokenizers.hf_vocab import HFVocab
+from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
 
 
 def load_tokenizer_json_files(request) -> Vocab:

@@ -7,7 +7,8 @@ is. Two engines:
 
 - :class:`TiktokenVocab` - byte-level BPE that tiktoken can express (Qwen3.5/3.6, Kimi). Fast: one
   ``encode`` call, token spans from token byte lengths instead of offsets.
-- :class:`HFVocab` - any ``tokenizers`` tokenizer (Gemma, anything else), spans from its offsets.
+- :class:`~sftpack.tokenizers.hf_vocab.HFVocab` - any ``tokenizers`` tokenizer (Gemma, anything else), spans from its
+  offsets.
 
     >>> from sftpack.tokenizers.offline import load_offline_qwen
     >>> v = load_offline_qwen()
@@ -27,7 +28,7 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
-from sftpack.tokenizers.backend import encode_concatenated, quicktok_for, tiktoken_name
+from sftpack.tokenizers.backend import encode_runs, plan_concatenated, quicktok_for, tiktoken_name
 
 Spans = Sequence[tuple[int, int]]
 
@@ -75,7 +76,19 @@ class Vocab:
 
     def encode_masked_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> "Batch":
         """:meth:`encode_masked` over many texts, concatenated; a text that cannot be encoded gets length 0
-        and its error in ``Batch.errors``."""
+        and its error in ``Batch.errors``. The same as :meth:`encode_planned` of :meth:`plan_batch`."""
+        return self.encode_planned(self.plan_batch(texts, spans))
+
+    def plan_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> "PlannedBatch":
+        """The first half of :meth:`encode_masked_batch`: the Python work that holds the GIL (finding special
+        tokens, character-to-byte positions), so that a build can run it while another thread encodes."""
+        return PlannedBatch(texts, spans)
+
+    def encode_planned(self, plan: "PlannedBatch") -> "Batch":
+        """The second half: the encoding itself (a tokenizer call that releases the GIL where it can)."""
+        return self._one_by_one(plan.texts, plan.spans)
+
+    def _one_by_one(self, texts: Sequence[str], spans: Sequence[Spans]) -> "Batch":
         lengths = np.zeros(len(texts), dtype=np.int64)
         fast = np.zeros(len(texts), dtype=bool)
         tokens, masks, errors = [], [], {}
@@ -106,6 +119,21 @@ class Batch:
     masks: np.ndarray
     errors: dict  # index -> message, for texts that could not be encoded (length 0)
     fast: np.ndarray | None = None  # per text: encoded by the faster engine (quicktok), else by the vocabulary's own
+
+
+@dataclass
+class PlannedBatch:
+    """Texts and their spans after :meth:`Vocab.plan_batch`. With ``runs`` None they are encoded one at a time;
+    else ``runs`` (:func:`~sftpack.tokenizers.backend.plan_concatenated`) give the tokens of their concatenation,
+    ``text_start`` each text's first byte in it and ``lo``/``hi`` the supervised byte spans."""
+
+    texts: Sequence[str]
+    spans: Sequence[Spans]
+    runs: list | None = None
+    fast: np.ndarray | None = None
+    text_start: np.ndarray | None = None
+    lo: np.ndarray | None = None
+    hi: np.ndarray | None = None
 
 
 def _concat(parts: list, dtype) -> np.ndarray:
@@ -181,8 +209,8 @@ class TiktokenVocab(Vocab):
             ids.extend(self.enc.encode(piece, allowed_special=self._allowed))
         return ids
 
-    def encode_masked_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> Batch:
-        """One tiktoken call for the whole batch. Every rendered conversation starts with a special token
+    def plan_batch(self, texts: Sequence[str], spans: Sequence[Spans]) -> PlannedBatch:
+        """One engine call for the whole batch. Every rendered conversation starts with a special token
         (``<|im_start|>``, ``<bos>``, ``<|im_user|>``...), which tiktoken and HF split on before anything
         else, so the tokens of the concatenated texts are exactly the concatenated tokens of each text. When
         that does not hold (or for NFC-changing text, long Kimi inputs, invalid Unicode), fall back to one
@@ -195,44 +223,39 @@ class TiktokenVocab(Vocab):
             or (self.long_input is not None and any(len(t) > self.long_input[1] for t in texts))
             or (self.nfc and not ascii_only and not _all_nfc(texts))
         ):
-            return super().encode_masked_batch(texts, spans)
+            return PlannedBatch(texts, spans)
+        try:  # byte offset of each text
+            text_bytes = np.fromiter(map(len, texts) if ascii_only else (len(t.encode("utf-8")) for t in texts),
+                                     dtype=np.int64, count=len(texts))
+        except UnicodeEncodeError:  # a lone surrogate: named per text
+            return PlannedBatch(texts, spans)
+        runs, fast = plan_concatenated(self.enc, self.fast, texts, joined)
+        text_start = np.concatenate(([0], np.cumsum(text_bytes)))
+        lo, hi = _byte_spans(texts, spans, text_bytes, text_start, ascii_only)
+        return PlannedBatch(texts, spans, runs, fast, text_start, lo, hi)
+
+    def encode_planned(self, plan: PlannedBatch) -> Batch:
+        if plan.runs is None:
+            return self._one_by_one(plan.texts, plan.spans)
         try:
-            ids, fast = encode_concatenated(self.enc, self.fast, texts, joined)
+            ids = encode_runs(self.enc, self.fast, plan.runs)
         except UnicodeEncodeError:
-            return super().encode_masked_batch(texts, spans)
+            return self._one_by_one(plan.texts, plan.spans)
         lens = self.byte_lengths[ids]
         ends = np.cumsum(lens)
         starts = ends - lens
-        # byte offset of each text, and of each span boundary
-        if ascii_only:
-            text_bytes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-        else:
-            text_bytes = np.fromiter((len(t.encode("utf-8")) for t in texts), dtype=np.int64, count=len(texts))
-        text_start = np.concatenate(([0], np.cumsum(text_bytes)))
-        lo, hi = [], []
-        for i, text_spans in enumerate(spans):
-            text_spans = [(a, b) for a, b in text_spans if b > a]  # an empty span supervises nothing
-            base = int(text_start[i])
-            if ascii_only or text_bytes[i] == len(texts[i]):
-                for a, b in text_spans:
-                    lo.append(base + a)
-                    hi.append(base + b)
-            else:
-                for a, b in text_spans:
-                    lo.append(base + _char_to_byte(texts[i], a))
-                    hi.append(base + _char_to_byte(texts[i], b))
         n = len(ids)
         # tokens overlapping [lo, hi): end > lo and start < hi, marked with a difference array
-        first = np.searchsorted(ends, np.asarray(lo, dtype=np.int64), side="right")
-        stop = np.searchsorted(starts, np.asarray(hi, dtype=np.int64), side="left")
+        first = np.searchsorted(ends, plan.lo, side="right")
+        stop = np.searchsorted(starts, plan.hi, side="left")
         keep = stop > first
         diff = np.bincount(first[keep], minlength=n + 1) - np.bincount(stop[keep], minlength=n + 1)
         mask = (np.cumsum(diff[:n]) > 0).astype(np.uint8)
-        boundaries = np.searchsorted(starts, text_start, side="left")
+        boundaries = np.searchsorted(starts, plan.text_start, side="left")
         boundaries[-1] = n
-        if not np.array_equal(np.append(starts, ends[-1] if n else 0)[boundaries], text_start):
-            return super().encode_masked_batch(texts, spans)  # a token crosses two texts: encode one by one
-        return Batch(np.diff(boundaries).astype(np.int64), ids, mask, {}, fast)
+        if not np.array_equal(np.append(starts, ends[-1] if n else 0)[boundaries], plan.text_start):
+            return self._one_by_one(plan.texts, plan.spans)  # a token crosses two texts: encode one by one
+        return Batch(np.diff(boundaries).astype(np.int64), ids, mask, {}, plan.fast)
 
     def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
         return self._encode_one(text, spans)[:2]
@@ -331,6 +354,24 @@ def long_input_pieces(text: str, max_chars: int, max_run: int):
         yield chunk[start:]
 
 
+def _byte_spans(texts, spans, text_bytes: np.ndarray, text_start: np.ndarray, ascii_only: bool):
+    """The supervised spans of every text as byte positions in their concatenation (empty spans dropped)."""
+    lo, hi = [], []
+    for i, text_spans in enumerate(spans):
+        base = int(text_start[i])
+        if ascii_only or text_bytes[i] == len(texts[i]):
+            for a, b in text_spans:
+                if b > a:
+                    lo.append(base + a)
+                    hi.append(base + b)
+        else:
+            for a, b in text_spans:
+                if b > a:
+                    lo.append(base + _char_to_byte(texts[i], a))
+                    hi.append(base + _char_to_byte(texts[i], b))
+    return np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
+
+
 def _all_nfc(texts: Sequence[str]) -> bool:
     # Per text, skipping ASCII ones: is_normalized falls back to a full normalization when a text holds a
     # character that may compose (e.g. a combining mark), so checking the joined batch would normalize all of it.
@@ -339,47 +380,3 @@ def _all_nfc(texts: Sequence[str]) -> bool:
 
 def _char_to_byte(text: str, index: int) -> int:
     return len(text[:index].encode("utf-8"))
-
-
-class HFVocab(Vocab):
-    """Any Hugging Face ``tokenizers.Tokenizer``; supervision from its character offsets."""
-
-    def __init__(self, tokenizer, eos_token: str, info: VocabInfo):
-        self.tok = tokenizer
-        self.special_tokens = {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items()}
-        if eos_token not in self.special_tokens:
-            found = tokenizer.token_to_id(eos_token)
-            if found is None:
-                raise UsageError(f"eos_token {eos_token!r} is not in the tokenizer")
-            self.special_tokens[eos_token] = found
-        self.eos_token = eos_token
-        self.info = info
-
-    def encode_masked(self, text: str, spans: Spans) -> tuple[np.ndarray, np.ndarray]:
-        try:
-            enc = self.tok.encode(text, add_special_tokens=False)
-        except (TypeError, ValueError) as e:  # tokenizers raises TypeError on lone surrogates
-            raise EncodeError(f"text cannot be tokenized ({e})") from e
-        ids = np.asarray(enc.ids, dtype=np.int32)
-        mask = np.zeros(len(ids), dtype=np.uint8)
-        if spans and len(ids):
-            offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-            start, end = offsets[:, 0], offsets[:, 1]
-            for lo, hi in spans:
-                if hi > lo:  # an empty span supervises nothing (as in TiktokenVocab)
-                    mask |= ((end > start) & (end > lo) & (start < hi)).astype(np.uint8)
-        return ids, mask
-
-    def engine_names(self) -> tuple[str, str]:
-        from importlib.metadata import version
-
-        return (f"tokenizers {version('tokenizers')}",) * 2
-
-    def decode(self, ids) -> str:
-        return self.tok.decode([int(i) for i in ids], skip_special_tokens=False)
-
-
-# --------------------------------------------------------------------------------------------------------
-# Loading
-
-

@@ -17,7 +17,8 @@ from sftpack.builder.chunks import encode_chunk
 from sftpack.builder.pipeline import permutation
 from sftpack.builder.source import open_source
 from sftpack.families.profiles import load_profile
-from sftpack.tokenizers.vocab import HFVocab, VocabInfo
+from sftpack.tokenizers.hf_vocab import HFVocab
+from sftpack.tokenizers.vocab import VocabInfo
 
 
 @pytest.fixture(scope="module")

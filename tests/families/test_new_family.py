@@ -26,7 +26,8 @@ TOY_FAMILY = '''
 from sftpack.families.family import Family, TemplateOption
 from sftpack.families.render import TemplateError, TurnWriter
 from sftpack.tokenizers.registry import OfflineTokenizer
-from sftpack.tokenizers.vocab import HFVocab, VocabInfo
+from sftpack.tokenizers.hf_vocab import HFVocab
+from sftpack.tokenizers.vocab import VocabInfo
 
 HEADERS = {"user": "<|u|>", "assistant": "<|a|>"}
 SPECIALS = ["<unk>", "</s>", "<|u|>", "<|a|>", "<|e|>", "<|g|>"]
