@@ -124,8 +124,8 @@ def _pss(pid: int) -> int:
 
 class MemorySampler:
     """Peak VmRSS / RssAnon / RssFile of the build process and of every process below it, every ``interval``, and
-    the peak of the processes' PSS summed at one instant (``pss_total``: the memory the build takes from the
-    machine; the source's page cache is not charged to it)."""
+    the peak of the processes' PSS summed at one instant (``pss_total``: what the build holds of the machine's
+    memory, the pages of the memory-mapped source included while they are mapped, each shared page counted once)."""
 
     def __init__(self, pid: int, interval: float = 0.02):
         self.pid, self.interval = pid, interval
