@@ -147,7 +147,7 @@ def encoded_chunks(
 
     # A memory-mapped source is read in a worker even with one: a file cut short under its map kills the reader
     # with SIGBUS, which the parent then outlives to explain (and to remove the temporaries).
-    if workers <= 1 and not getattr(source, "memory_mapped", False):
+    if workers <= 1 and not source.memory_mapped:
         for chunk in chunks:
             yield from consume(encode_chunk(encoder, source, chunk))
         return
@@ -273,7 +273,7 @@ def _write_rows(encoder: ConversationEncoder, source: Source, order: np.ndarray,
     except BaseException as e:
         writer.abort()
         if isinstance(e, WorkerDied):  # a worker reading a memory map cut short dies of SIGBUS: say why
-            raise UsageError(getattr(source, "changed", lambda: None)() or f"{e}; nothing written") from None
+            raise UsageError(source.changed() or f"{e}; nothing written") from None
         raise
     finally:
         stream.close()  # stops the workers now, also when an error is on its way
@@ -284,7 +284,7 @@ def _check_source_unchanged(source: Source) -> None:
     """A source file that changed while the build ran is refused even when every row the build used was read
     before the change: the rows would describe a file that no longer exists, and whether a change is caught
     must not depend on how far the workers had read ahead."""
-    why = getattr(source, "changed", lambda: None)()
+    why = source.changed()
     if why:
         raise SourceChanged(why)
 

@@ -105,7 +105,12 @@ class QuicktokEncoding:
     def split_specials(self, text: str) -> tuple[list[str], np.ndarray]:
         """The ordinary text around the special tokens, and the special tokens' ids: the Python half of
         :meth:`encode_to_numpy`, which holds the GIL (a build runs it while another thread encodes)."""
-        pieces, specials = self._split(text)
+        # the leftmost special token first, then on after its end (where one starts, it is the only one: none is
+        # another's prefix, else quicktok is not used), as tiktoken finds them
+        if self._specials is None:
+            return [text], np.zeros(0, np.uint32)
+        parts = self._specials.split(text)
+        pieces, specials = parts[0::2], parts[1::2]
         return pieces, np.fromiter(map(self.special_tokens.__getitem__, specials), dtype=np.uint32, count=len(specials))
 
     def encode_split(self, pieces: list[str], special_ids: np.ndarray) -> np.ndarray:
@@ -118,14 +123,6 @@ class QuicktokEncoding:
 
     def encode(self, text: str) -> list[int]:
         return self.encode_to_numpy(text).tolist()
-
-    def _split(self, text: str) -> tuple[list[str], list[str]]:
-        """The ordinary text around the special tokens, and the special tokens, as tiktoken finds them: the
-        leftmost first, then on after its end (where one starts, it is the only one: none is another's prefix)."""
-        if self._specials is None:
-            return [text], []
-        parts = self._specials.split(text)
-        return parts[0::2], parts[1::2]
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Token ids of ``text``, special-token text encoded as ordinary text."""
@@ -189,12 +186,6 @@ def encode_runs(encoding, fast: QuicktokEncoding | None, runs: list[Run]) -> np.
     parts = [encoding.encode_to_numpy(run.text, allowed_special="all").view(np.int32) if run.pieces is None
              else fast.encode_split(run.pieces, run.special_ids) for run in runs]
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def encode_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: str) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids (int32) of ``joined``, the ``texts`` concatenated, and per text whether quicktok encoded it."""
-    runs, exact = plan_concatenated(encoding, fast, texts, joined)
-    return encode_runs(encoding, fast, runs), exact
 
 
 def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:
