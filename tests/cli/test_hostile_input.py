@@ -418,9 +418,11 @@ def test_source_cut_short_while_reading(kind, workers, long_rows, tmp_path):
                             start_new_session=True)
     try:
         err = b""
-        while not re.search(rb" [1-9]\d*/300 ", err):  # a row written: the workers are reading the source
+        # The progress bar's first line: the source is open (its size noted) and the rows are being made. The cut
+        # comes at once: waiting for a row written lets a fast build finish first (300 rows take ~0.1 s here).
+        while not re.search(rb" \d+/300 ", err):
             chunk = proc.stderr.read1(65536)
-            assert chunk, f"the build ended before its first row: {err.decode(errors='replace')}"
+            assert chunk, f"the build ended before its progress bar: {err.decode(errors='replace')}"
             err += chunk
         os.killpg(proc.pid, signal.SIGSTOP)  # frozen while the file is cut: the next read finds it shorter
         os.truncate(source, source.stat().st_size // 3)
@@ -433,4 +435,30 @@ def test_source_cut_short_while_reading(kind, workers, long_rows, tmp_path):
     assert proc.returncode == 2, (err + rest).decode(errors="replace")[-2000:]
     text = re.sub(r".*\r", "", (err + rest).decode())  # progress-bar redraws
     one_error_line(text, f"source file {source} changed while being read", "bytes when opened")
+    assert_nothing_written(out)
+
+
+def test_source_changed_after_its_last_read_is_refused(offline_vocab, tmp_path):
+    # every row the build needs is read before the change: only the check at the end of the build can see it
+    from sftpack.builder.config import BuildConfig
+    from sftpack.builder.pipeline import build
+    from sftpack.builder.source.base import SourceChanged, SourceInfo
+    from sftpack.builder.source.memory import ListSource
+
+    class ChangesWhenRead(ListSource):
+        reads = 0
+
+        def take(self, indices):
+            self.reads += 1
+            return super().take(indices)
+
+        def changed(self):
+            return "source file rows.jsonl changed while being read (10 bytes when opened, 5 now)" if self.reads else None
+
+    source = ChangesWhenRead([conversation(i) for i in range(400)], SourceInfo("rows.jsonl", "file"))
+    out = tmp_path / "out"
+    with pytest.raises(SourceChanged, match=r"rows\.jsonl changed while being read \(10 bytes when opened, 5 now\)"):
+        build(BuildConfig(model=MODEL, source="rows.jsonl", rows=8, row_tokens=512, out=str(out), workers=1,
+                          progress=False), vocab=offline_vocab, source=source)
+    assert source.reads > 0
     assert_nothing_written(out)
