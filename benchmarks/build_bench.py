@@ -110,27 +110,38 @@ def _status(pid: int) -> dict | None:
     return out
 
 
-def _pss(pid: int) -> int:
-    """Proportional set size (bytes): each page divided among the processes sharing it. Pages a forked worker
-    shares with the parent (the tokenizer, copy-on-write) count once over all processes, where summing RssAnon
-    counts them once per process."""
+_PSS_FIELDS = ("Pss", "Pss_Anon", "Pss_File", "Pss_Shmem")
+
+
+def _pss(pid: int) -> dict:
+    """Proportional set size (bytes), whole and by kind: each page divided among the processes sharing it, so
+    that pages a forked worker shares with the parent (the tokenizer, copy-on-write) count once over all processes,
+    where summing RssAnon counts them once per process. ``Pss_Anon`` (+ ``Pss_Shmem``) is the memory the build
+    itself holds; ``Pss_File`` is mapped files (the memory-mapped source, libraries): page cache, which the
+    kernel reclaims under pressure instead of failing the build."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
-            m = re.search(r"^Pss:\s+(\d+) kB", f.read(), re.M)
+            text = f.read()
     except OSError:
-        return 0
-    return int(m.group(1)) * 1024 if m else 0
+        return {}
+    out = {}
+    for key in _PSS_FIELDS:
+        m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
+        if m:
+            out[key] = int(m.group(1)) * 1024
+    return out
 
 
 class MemorySampler:
     """Peak VmRSS / RssAnon / RssFile of the build process and of every process below it, every ``interval``, and
-    the peak of the processes' PSS summed at one instant (``pss_total``: what the build holds of the machine's
-    memory, the pages of the memory-mapped source included while they are mapped, each shared page counted once)."""
+    the peaks of the processes' PSS summed at one instant, each shared page counted once: ``pss_total``, every page
+    (the memory-mapped source's too, while mapped), and ``pss_own``, anonymous and shared memory only: what the
+    build allocates, the source's page cache left out."""
 
     def __init__(self, pid: int, interval: float = 0.02):
         self.pid, self.interval = pid, interval
         self.peaks: dict[int, dict] = {}
-        self.pss_total = 0
+        self.pss_total = self.pss_own = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -142,7 +153,9 @@ class MemorySampler:
                 pid = todo.pop()
                 seen.append(pid)
                 todo += _children(pid)
-            self.pss_total = max(self.pss_total, sum(map(_pss, seen)))
+            pss = [_pss(pid) for pid in seen]
+            self.pss_total = max(self.pss_total, sum(p.get("Pss", 0) for p in pss))
+            self.pss_own = max(self.pss_own, sum(p.get("Pss_Anon", 0) + p.get("Pss_Shmem", 0) for p in pss))
             for pid in seen:
                 status = _status(pid)
                 if status:
@@ -156,7 +169,7 @@ class MemorySampler:
         self._thread.join()
         parent = self.peaks.get(self.pid, {})
         workers = [v for pid, v in self.peaks.items() if pid != self.pid]
-        return {"parent": parent, "workers": workers, "pss_total": self.pss_total,
+        return {"parent": parent, "workers": workers, "pss_total": self.pss_total, "pss_own": self.pss_own,
                 "workers_max": {k: max((w[k] for w in workers), default=0) for k in _FIELDS}}
 
 
@@ -290,9 +303,13 @@ def targets(results: dict) -> None:
             f = forced[r["workers"]]
             line += f"; {f['wall_s'] / r['wall_s']:.2f}x this run's --tokenizer-backend tiktoken build ({f['wall_s']:.2f} s)"
         print(line)
-        print(f"    peak memory: all processes' PSS together {_gib(r['memory'].get('pss_total', 0))} GiB (target <= 2 GB; "
-              f"largest process RSS {_gib(peak)} GiB; RssAnon summed over processes, which counts the pages the "
-              f"workers share with the parent once each, {_gib(_all_anon(r['memory']))} GiB); encoded by {r.get('encoded_by')}")
+        mem = r["memory"]
+        print(f"    peak memory: the build's own (anonymous + shared PSS of all processes together) "
+              f"{_gib(mem.get('pss_own', 0))} GiB (target <= 2 GB); with the mapped files' page cache (the source, "
+              f"libraries) {_gib(mem.get('pss_total', 0))} GiB; largest process RSS {_gib(peak)} GiB; RssAnon summed "
+              f"over processes, which counts the pages the workers share with the parent once each, "
+              f"{_gib(_all_anon(mem))} GiB")
+        print(f"    encoded by {r.get('encoded_by')}")
 
 
 def _gib(n: int) -> str:
@@ -405,9 +422,9 @@ def report(results: dict, args) -> None:
     rate1 = base["tokens"] / base["wall_s"]
     rate1_loop = base["tokens"] / base_loop
     print(f"\n{'workers':>7} {'backend':>8} {'rows':>8} {'tokens':>13} {'wall s':>8} {'Mtok/s':>7} {'eff':>6} "
-          f"{'eff loop':>8} {'eff est.':>8} {'parent':>22} {'worker max':>22} {'all':>12}")
+          f"{'eff loop':>8} {'eff est.':>8} {'parent':>22} {'worker max':>22} {'all':>14}")
     print(f"{'':>7} {'':>8} {'':>8} {'':>13} {'':>8} {'':>7} {'':>6} {'':>8} {'':>8} {'RSS / anon GiB':>22} "
-          f"{'RSS / anon GiB':>22} {'PSS GiB':>12}")
+          f"{'RSS / anon GiB':>22} {'own / PSS GiB':>14}")
     for r in [base] + results["runs"]:
         w = r["workers"]
         loop = r["timings"]["parent"]["loop_s"]
@@ -419,7 +436,8 @@ def report(results: dict, args) -> None:
         print(f"{w:>7} {r.get('backend', 'auto'):>8} {r['rows']:>8,} {r['tokens']:>13,} {r['wall_s']:>8.2f} "
               f"{r['tokens'] / r['wall_s'] / 1e6:>7.2f} {eff:>6.1%} {eff_loop:>8.1%} {est:>8.1%} "
               f"{_gib(p.get('VmRSS', 0)) + ' / ' + _gib(p.get('RssAnon', 0)):>22} "
-              f"{_gib(m['VmRSS']) + ' / ' + _gib(m['RssAnon']):>22} {_gib(r['memory'].get('pss_total', 0)):>12}")
+              f"{_gib(m['VmRSS']) + ' / ' + _gib(m['RssAnon']):>22} "
+              f"{_gib(r['memory'].get('pss_own', 0)) + ' / ' + _gib(r['memory'].get('pss_total', 0)):>14}")
     print("(eff = tokens/s over workers x the 1-worker tokens/s, whole process; eff loop = the same over the packing "
           "loop; eff est. = the estimated 1-worker wall of this build over workers x this wall; targets: >= 60% at 16,"
           " anon <= 1 GiB and RSS <= 2 GiB per process)")
