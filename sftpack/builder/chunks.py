@@ -1,10 +1,11 @@
 """One chunk of conversations, read and encoded: in a worker process, or inline with one worker.
 
-A chunk is two steps: :func:`prepare_chunk` (read the source rows, check, render, find the supervised spans, and the
-tokenizer's own Python half, :meth:`~sftpack.tokenizers.vocab.Vocab.plan_batch`: all of it holds the GIL) and
-:func:`finish_chunk` (tokenize and mask: mostly a tokenizer's batch call, which quicktok and tiktoken run without the
-GIL). A worker runs the second step of one chunk on a thread while it prepares the next
-(:class:`~sftpack.builder.workers.TwoStep`); the result is the same as running them one after the other.
+A chunk is three steps: :func:`prepare_chunk` (read the source rows, check, render, find the supervised spans, and
+the tokenizer's own Python half, :meth:`~sftpack.tokenizers.vocab.Vocab.plan_batch`: all of it holds the GIL),
+:func:`tokenize_chunk` (the tokenizer engine's calls alone, which quicktok and tiktoken run without the GIL) and
+:func:`finish_chunk` (the ids put together and the mask: numpy). A worker runs the second step of one chunk on a
+thread while it prepares the next, and the third back on its own thread (:class:`~sftpack.builder.workers.Steps`);
+the result is the same as running them one after the other.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from sftpack.builder.conversation import Skip
 from sftpack.builder.encode import ConversationEncoder
 from sftpack.builder.source.base import RowError, Source
-from sftpack.builder.workers import TwoStep
+from sftpack.builder.workers import Steps
 from sftpack.tokenizers.vocab import PlannedBatch
 
 
@@ -28,10 +29,10 @@ class ChunkResult:
     ids: list  # source conversation ids, one per conversation in the chunk
     status: list  # None when kept, else (reason, detail)
     lengths: np.ndarray  # token count per kept conversation
-    tokens: np.ndarray
-    masks: np.ndarray
+    tokens: np.ndarray  # the kept conversations' tokens, each preceded by one EOS token: the packer's stream
+    masks: np.ndarray  # their loss masks (0 at every EOS)
     control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
-    seconds: tuple = (0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing (profiling)
+    seconds: tuple = (0.0, 0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing, masking
     fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine (the record counts them)
 
 
@@ -80,11 +81,29 @@ def prepare_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndar
     return PreparedChunk(ids, status, plan, kept, control, (t1 - t0, time.perf_counter() - t1))
 
 
-def finish_chunk(encoder: ConversationEncoder, prepared: PreparedChunk) -> ChunkResult:
-    """Tokenize and mask a prepared chunk; a text that cannot be encoded is a skip (``invalid_unicode``)."""
+@dataclass
+class TokenizedChunk:
+    """A prepared chunk and its tokenizer engine's output (:meth:`~sftpack.tokenizers.vocab.Vocab.tokenize_planned`)."""
+
+    prepared: PreparedChunk
+    tokenized: object
+    seconds: float
+
+
+def tokenize_chunk(encoder: ConversationEncoder, prepared: PreparedChunk) -> TokenizedChunk:
+    """The tokenizer engine's calls for a prepared chunk: nothing else, so that on a thread it holds the GIL only
+    to start and to return."""
     t = time.perf_counter()
+    tokenized = encoder.vocab.tokenize_planned(prepared.plan)
+    return TokenizedChunk(prepared, tokenized, time.perf_counter() - t)
+
+
+def finish_chunk(encoder: ConversationEncoder, chunk: TokenizedChunk) -> ChunkResult:
+    """The ids and masks of a tokenized chunk; a text that cannot be encoded is a skip (``invalid_unicode``)."""
+    t = time.perf_counter()
+    prepared = chunk.prepared
     status, control = prepared.status, prepared.control
-    batch = encoder.vocab.encode_planned(prepared.plan)
+    batch = encoder.vocab.mask_planned(prepared.plan, chunk.tokenized)
     for i, message in batch.errors.items():
         status[prepared.kept[i]] = ("invalid_unicode", message)
     if batch.errors:  # control text is counted for kept conversations only
@@ -92,16 +111,36 @@ def finish_chunk(encoder: ConversationEncoder, prepared: PreparedChunk) -> Chunk
     lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
     fast = batch.fast if batch.fast is not None else np.zeros(len(batch.lengths), dtype=bool)
     fast = np.delete(fast, list(batch.errors)) if batch.errors else fast
-    seconds = (*prepared.seconds, time.perf_counter() - t)
-    return ChunkResult(prepared.ids, status, lengths, batch.tokens, batch.masks, tuple(control), seconds, fast)
+    # the EOS tokens the packer puts between conversations, put in here: in the parent, which packs every worker's
+    # chunks on one thread, np.insert was 15% of its time at 16 workers (py-spy, the 16-core host)
+    eos = encoder.vocab.eos_id
+    tokens, masks = with_separator(batch.tokens, lengths, eos), with_separator(batch.masks, lengths, 0)
+    seconds = (*prepared.seconds, chunk.seconds, time.perf_counter() - t)
+    return ChunkResult(prepared.ids, status, lengths, tokens, masks, tuple(control), seconds, fast)
+
+
+def with_separator(values: np.ndarray, lengths: np.ndarray, separator: int) -> np.ndarray:
+    """``values``, the concatenation of runs of ``lengths``, with ``separator`` before each run.
+
+    >>> with_separator(np.array([1, 2, 3, 4, 5]), np.array([3, 0, 2]), 9).tolist()
+    [9, 1, 2, 3, 9, 9, 4, 5]
+    """
+    out = np.empty(len(values) + len(lengths), dtype=values.dtype)
+    at = np.cumsum(lengths + 1) - lengths - 1  # where each separator lands
+    out[at] = separator
+    rest = np.ones(len(out), dtype=bool)
+    rest[at] = False
+    out[rest] = values
+    return out
 
 
 def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarray) -> ChunkResult:
-    """Read and encode the source rows ``indices``: both steps, one after the other."""
-    return finish_chunk(encoder, prepare_chunk(encoder, source, indices))
+    """Read and encode the source rows ``indices``: the three steps, one after the other."""
+    return finish_chunk(encoder, tokenize_chunk(encoder, prepare_chunk(encoder, source, indices)))
 
 
-def chunk_task(encoder: ConversationEncoder, source: Source) -> TwoStep:
-    """The workers' task: row indices -> :class:`ChunkResult`, in two steps that overlap across chunks."""
-    return TwoStep(lambda indices: prepare_chunk(encoder, source, indices),
-                   lambda prepared: finish_chunk(encoder, prepared))
+def chunk_task(encoder: ConversationEncoder, source: Source) -> Steps:
+    """The workers' task: row indices -> :class:`ChunkResult`, in steps that overlap across chunks."""
+    return Steps(lambda indices: prepare_chunk(encoder, source, indices),
+                 lambda prepared: tokenize_chunk(encoder, prepared),
+                 lambda tokenized: finish_chunk(encoder, tokenized))

@@ -72,15 +72,15 @@ def pack_chunks(
     pulled: Callable[[int | None], None] = lambda n: None,
 ) -> Iterator[Row]:
     """The rows of :func:`pack`, with the same counts, from chunks of conversations ``(ids, lengths, tokens,
-    masks)`` (each chunk's kept conversations concatenated): each chunk is spliced with its EOS tokens and cut
-    with array operations instead of conversation by conversation (the build's parent does this for every
-    token, while its workers encode).
+    masks)`` (each chunk's kept conversations concatenated, each preceded by one EOS token, mask 0; the stream's
+    very first EOS is dropped): each chunk is cut with array operations instead of conversation by conversation
+    (the build's parent does this for every token, while its workers encode).
 
     ``pack`` pulls a conversation only when the row needs it; ``pulled(n)`` says how many conversations it
     would have pulled: before each row is handed out (the conversation that completes it, counting the EOS in
     front of a conversation as its own) and after each chunk; ``pulled(None)`` when the conversations ran out.
 
-    >>> chunks = [(["a", "b"], np.array([3, 2]), np.array([1, 2, 3, 4, 5]), np.array([0, 1, 1, 0, 1]))]
+    >>> chunks = [(["a", "b"], np.array([3, 2]), np.array([9, 1, 2, 3, 9, 4, 5]), np.array([0, 0, 1, 1, 0, 0, 1]))]
     >>> [(r.tokens.tolist(), r.loss_mask.tolist()) for r in pack_chunks(chunks, row_tokens=3, eos_id=9)]
     [([1, 2, 3], [0, 1, 1]), ([9, 4, 5], [0, 0, 1])]
     """
@@ -91,7 +91,7 @@ def pack_chunks(
     for ids, lengths, tokens, masks in chunks:
         if len(ids) == 0:
             continue
-        stream = carry.extended(ids, lengths, tokens, masks, eos_id, first_chunk=done == 0)
+        stream = carry.extended(ids, lengths, tokens, masks, first_chunk=done == 0)
         full_rows = len(stream.tokens) // width
         pieces = stream.row_pieces(width, full_rows)
         # the chunk's conversations (1-based) that complete each row: pack would pull them to write it
@@ -138,21 +138,17 @@ class _Stream:
         nothing = np.zeros(0, np.int64)
         return cls(np.zeros(0, np.int32), np.zeros(0, np.uint8), [], nothing, nothing, nothing, nothing)
 
-    def extended(self, ids: list, lengths, tokens, masks, eos_id: int, first_chunk: bool) -> "_Stream":
-        """This stream followed by a chunk's conversations, an EOS before every one but the very first."""
+    def extended(self, ids: list, lengths, tokens, masks, first_chunk: bool) -> "_Stream":
+        """This stream followed by a chunk's conversations (each preceded by its EOS, the very first one's dropped)."""
         count = len(ids)
         lengths = np.asarray(lengths, dtype=np.int64)
-        starts = np.zeros(count, dtype=np.int64)
-        np.cumsum(lengths[:-1], out=starts[1:])
-        eos_at = starts[1:] if first_chunk else starts
-        chunk_tokens = np.insert(np.asarray(tokens, np.int32), eos_at, eos_id)
-        chunk_mask = np.insert(np.asarray(masks, np.uint8), eos_at, 0)
-        eos_before = np.arange(count) + (0 if first_chunk else 1)  # EOS tokens before each conversation's tokens
-        first_token = len(self.tokens) + starts + eos_before
+        skip = 1 if first_chunk else 0
+        # where each conversation's first token lands: its EOS and those of the ones before it come first
+        first_token = np.cumsum(lengths + 1) - lengths + (len(self.tokens) - skip)
         has_eos = np.ones(count, dtype=np.int64)
         if first_chunk:
             has_eos[0] = 0
-        return _Stream(np.concatenate([self.tokens, chunk_tokens]), np.concatenate([self.mask, chunk_mask]),
+        return _Stream(np.concatenate([self.tokens, tokens[skip:]]), np.concatenate([self.mask, masks[skip:]]),
                        self.ids + list(ids), np.concatenate([self.starts, first_token]),
                        np.concatenate([self.lengths, lengths]), np.concatenate([self.offsets, np.zeros(count, np.int64)]),
                        first_token - has_eos)  # its EOS belongs to it: pack pulls the conversation to write it

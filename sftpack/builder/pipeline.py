@@ -33,7 +33,10 @@ from sftpack.rows.formats import RowSink, get_row_format, new_row_writer
 from sftpack.tokenizers.loading import load_vocab
 from sftpack.tokenizers.vocab import Vocab
 
-CHUNK = 128  # conversations per task: small enough that little work is wasted when the rows are complete
+# Conversations per task. Each chunk costs the parent a few fixed steps on its one packing thread (receiving the
+# result, sending the next task, splicing the chunk into the stream), which at 16 workers is the build's serial
+# part; small enough that little work is wasted when the rows are complete (3 tasks in flight per worker).
+CHUNK = 256
 
 
 @dataclass
@@ -43,7 +46,7 @@ class _WalkedChunk:
     walk has counted."""
 
     start: int
-    kept_rows: np.ndarray
+    kept_rows: list
     skips: list
     control: list
     skips_counted: int = 0
@@ -60,6 +63,7 @@ class Walk:
         self.chunks: deque[_WalkedChunk] = deque()
         self.rows = 0  # source rows handed to the packer
         self.kept = 0
+        self.kept_passed = 0  # kept conversations of the chunks the walk has passed (left self.chunks)
         self.unchecked: deque = deque()  # ids of kept conversations not yet pulled (checked for duplicates)
         self.checked = 0
         self.fast: deque = deque()  # per chunk not yet pulled past: (first kept index, its fast flags)
@@ -70,7 +74,7 @@ class Walk:
         index = {p: self.kept + i for i, p in enumerate(kept)}
         skips = [(self.rows + p, status, result.ids[p]) for p, status in enumerate(result.status) if status is not None]
         control = sorted(index[p] for p in result.control_text)
-        self.chunks.append(_WalkedChunk(self.rows, np.array(kept, dtype=np.int64) + self.rows, skips, control))
+        self.chunks.append(_WalkedChunk(self.rows, [self.rows + p for p in kept], skips, control))
         self.rows += len(result.status)
         self.kept += len(kept)
         ids = [result.ids[p] for p in kept]
@@ -85,10 +89,10 @@ class Walk:
             upto, n = self.rows, self.kept
         else:
             upto = stats.reached  # conversation n was in a chunk already walked past
-            first_kept = self.kept - sum(len(c.kept_rows) for c in self.chunks)
+            first_kept = self.kept_passed
             for chunk in self.chunks:
                 if 0 < n - first_kept <= len(chunk.kept_rows):
-                    upto = int(chunk.kept_rows[n - first_kept - 1]) + 1
+                    upto = chunk.kept_rows[n - first_kept - 1] + 1
                     break
                 first_kept += len(chunk.kept_rows)
         while self.chunks:
@@ -105,7 +109,7 @@ class Walk:
             end = chunk.start + len(chunk.kept_rows) + len(chunk.skips)
             if end > upto or chunk.control_counted < len(chunk.control):
                 break
-            self.chunks.popleft()
+            self.kept_passed += len(self.chunks.popleft().kept_rows)
         stats.reached = upto
         self._count_fast(n)
         while self.checked < n:  # two packed conversations with one id: provenance cannot tell them apart
@@ -141,7 +145,7 @@ def encoded_chunks(
     seconds = seconds if seconds is not None else Counter()
 
     def consume(result: ChunkResult):
-        for stage, spent in zip(("worker_read_s", "worker_prepare_s", "worker_tokenize_s"), result.seconds):
+        for stage, spent in zip(("worker_read_s", "worker_prepare_s", "worker_tokenize_s", "worker_mask_s"), result.seconds):
             seconds[stage] += spent
         yield walk.add(result)
 

@@ -9,8 +9,9 @@ own pipes - and the parent waits with a timeout, so that a signal recorded meanw
 
 A result crosses its pipe as a small pickled header and the raw bytes of its arrays (pickle protocol 5, buffers
 out of band): the parent reads those bytes straight into the arrays it hands on, one copy, no unpickling of
-megabytes. A :class:`TwoStep` task runs its second step on a thread of the worker while the worker runs the first
-step of its next task (a tokenizer that releases the GIL then overlaps the Python work of the next chunk).
+megabytes. A :class:`Steps` task runs its second step on a thread of the worker while the worker runs the first
+step of its next task (a tokenizer that releases the GIL then overlaps the Python work of the next chunk), and its
+third step back on the worker's own thread.
 """
 
 from __future__ import annotations
@@ -44,15 +45,18 @@ class WorkerDied(Exception):
 
 
 @dataclass(frozen=True)
-class TwoStep:
-    """A task in two steps, ``second(first(task))``; a worker overlaps one task's second step with the next one's
-    first step (results still in task order)."""
+class Steps:
+    """A task in three steps, ``third(second(first(task)))``. A worker runs one task's second step on a thread while
+    it runs the next task's first step, then the third step itself (results still in task order). The second step
+    is meant to be one call that releases the GIL: each time a thread takes the GIL back while the other runs
+    Python, it waits up to the switch interval (5 ms), so whatever needs the GIL goes in the first or third step."""
 
     first: Callable
     second: Callable
+    third: Callable
 
     def __call__(self, task):
-        return self.second(self.first(task))
+        return self.third(self.second(self.first(task)))
 
 
 PIPE_BYTES = 1 << 20  # results are megabytes: fewer, larger pipe writes (F_SETPIPE_SZ, Linux; best effort)
@@ -157,8 +161,8 @@ def _serve(fn, tasks, results, parent: int, inherited: list) -> None:
         _ignore_signals(parent)
         for conn in inherited:
             conn.close()
-        if isinstance(fn, TwoStep):
-            _serve_two_steps(fn, tasks, results)
+        if isinstance(fn, Steps):
+            _serve_steps(fn, tasks, results)
         else:
             while True:
                 try:
@@ -178,35 +182,34 @@ def _run(fn, task) -> tuple:
         return (False, _picklable(e))
 
 
-def _outcome(future: Future) -> tuple:
+def _outcome(future: Future, then: Callable) -> tuple:
     try:
-        return (True, future.result())
+        return (True, then(future.result()))
     except BaseException as e:
         return (False, _picklable(e))
 
 
-def _serve_two_steps(fn: TwoStep, tasks, results) -> None:
-    """Task k's second step runs on a thread while task k+1's first step runs here; results go out in order."""
+def _serve_steps(fn: Steps, tasks, results) -> None:
+    """Task k's second step runs on a thread while task k+1's first step runs here, then task k's third step;
+    results go out in order."""
     pending: Future | None = None
     with ThreadPoolExecutor(1) as thread:
         while True:
             if pending is not None and not tasks.poll():  # no next task to overlap with: hand the result back now
-                _send(results, _outcome(pending))
+                _send(results, _outcome(pending, fn.third))
                 pending = None
             try:
                 task = tasks.recv()
             except EOFError:
                 break
             first = _run(fn.first, task)
-            if pending is not None:
-                _send(results, _outcome(pending))
-                pending = None
-            if first[0]:
-                pending = thread.submit(fn.second, first[1])
-            else:
+            previous, pending = pending, (thread.submit(fn.second, first[1]) if first[0] else None)
+            if previous is not None:  # its third step runs while the thread encodes this task
+                _send(results, _outcome(previous, fn.third))
+            if not first[0]:
                 _send(results, first)
         if pending is not None:
-            _send(results, _outcome(pending))
+            _send(results, _outcome(pending, fn.third))
 
 
 def _send(conn, message) -> None:
@@ -223,19 +226,22 @@ def _send(conn, message) -> None:
 
 
 def _receive(conn):
-    """What :func:`_send` sent: the arrays' bytes read straight into fresh arrays, which the message then uses."""
+    """What :func:`_send` sent: the arrays' bytes read straight into fresh arrays, which the message then uses. One
+    ``readv`` fills all of them as far as the pipe holds: each call gives up the GIL, and at 16 workers the parent
+    that makes them is the build's busiest thread."""
     header, sizes = conn.recv()
     fd = conn.fileno()
-    buffers = []
-    for size in sizes:
-        buffer = np.empty(size, dtype=np.uint8)
-        view, done = memoryview(buffer), 0
-        while done < size:
-            got = os.readv(fd, [view[done:]])
-            if got == 0:
-                raise EOFError("worker pipe closed in the middle of a result")
-            done += got
-        buffers.append(buffer)
+    buffers = [np.empty(size, dtype=np.uint8) for size in sizes]
+    views = [memoryview(buffer) for buffer in buffers if len(buffer)]
+    while views:
+        got = os.readv(fd, views)
+        if got == 0:
+            raise EOFError("worker pipe closed in the middle of a result")
+        while got:  # drop what is filled, keep the rest of a partly filled array
+            if got >= len(views[0]):
+                got -= len(views.pop(0))
+            else:
+                views[0], got = views[0][got:], 0
     return pickle.loads(header, buffers=buffers)
 
 

@@ -91,12 +91,18 @@ class QuicktokEncoding:
 
     def exact(self, texts: list[str]) -> np.ndarray:
         """Per text, whether quicktok's tokens are tiktoken's (no character that must go to tiktoken)."""
-        ok = np.ones(len(texts), dtype=bool)
-        for i, text in enumerate(texts):
-            if not text.isascii():  # ASCII is safe, and most text is: only the others are looked up
-                points = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-                ok[i] = not self.unsafe[points].any()
-        return ok
+        starts = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=starts[1:])
+        joined = "".join(texts)
+        if joined.isascii():  # ASCII is safe, and most text is
+            return np.ones(len(texts), dtype=bool)
+        return self.exact_points(np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32), starts)
+
+    def exact_points(self, points: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """:meth:`exact` of the texts whose code points are ``points[starts[i]:starts[i + 1]]``."""
+        unsafe = np.zeros(len(points) + 1, dtype=np.int64)
+        np.cumsum(self.unsafe[points], out=unsafe[1:])
+        return unsafe[starts[1:]] == unsafe[starts[:-1]]
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Token ids (int32) of ``text``, special-token text becoming the special token."""
@@ -116,10 +122,7 @@ class QuicktokEncoding:
     def encode_split(self, pieces: list[str], special_ids: np.ndarray) -> np.ndarray:
         """Token ids (int32) of what :meth:`split_specials` gave: one call for all the ordinary text, which
         releases the GIL while it encodes, and the special tokens put back between the pieces."""
-        tokens, offsets = self.tokenizer.encode_batch(pieces, 1, False)
-        if len(special_ids):
-            tokens = np.insert(tokens, offsets[1:-1], special_ids)
-        return tokens.view(np.int32)
+        return with_specials(*self.tokenizer.encode_batch(pieces, 1, False), special_ids)
 
     def encode(self, text: str) -> list[int]:
         return self.encode_to_numpy(text).tolist()
@@ -163,14 +166,16 @@ class Run:
     special_ids: np.ndarray | None = None
 
 
-def plan_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: str) -> tuple[list[Run], np.ndarray]:
-    """The runs :func:`encode_runs` encodes into the tokens of ``joined``, the ``texts`` concatenated, and per text
-    whether quicktok encodes it: each run of consecutive texts goes to one engine, which is exact when the tokens of
-    a concatenation are the concatenated tokens of its texts (each text starts with a special token). The Python
-    part of the work (which texts quicktok may encode, where the special tokens are) is done here."""
+def plan_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: str,
+                      exact: np.ndarray | None = None) -> tuple[list[Run], np.ndarray]:
+    """The runs that :func:`engine_runs` then :func:`join_runs` encode into the tokens of ``joined``, the ``texts``
+    concatenated, and per text whether quicktok encodes it: each run of consecutive texts goes to one engine, which
+    is exact when the tokens of a concatenation are the concatenated tokens of its texts (each text starts with a
+    special token). The Python part of the work (which texts quicktok may encode, where the special tokens are) is
+    done here; ``exact``: :meth:`QuicktokEncoding.exact` of the texts, when the caller has it."""
     if fast is None:
         return [Run(text=joined)], np.zeros(len(texts), bool)
-    exact = fast.exact(texts)
+    exact = fast.exact(texts) if exact is None else exact
     if exact.all():
         return [Run(None, *fast.split_specials(joined))], exact
     runs, start = [], 0
@@ -181,11 +186,26 @@ def plan_concatenated(encoding, fast: QuicktokEncoding | None, texts, joined: st
     return runs, exact
 
 
-def encode_runs(encoding, fast: QuicktokEncoding | None, runs: list[Run]) -> np.ndarray:
-    """Token ids (int32) of the runs, special-token text becoming the special token; both engines release the GIL."""
-    parts = [encoding.encode_to_numpy(run.text, allowed_special="all").view(np.int32) if run.pieces is None
-             else fast.encode_split(run.pieces, run.special_ids) for run in runs]
+def engine_runs(encoding, fast: QuicktokEncoding | None, runs: list[Run]) -> list:
+    """The engines' own calls for the runs, nothing else: each releases the GIL while it encodes. A build runs
+    this on a thread while the worker's Python goes on; every numpy call left here would be one more wait for the
+    GIL on that thread, so the ids are put together by :func:`join_runs` on the thread that holds it."""
+    return [encoding.encode_to_numpy(run.text, allowed_special="all") if run.pieces is None
+            else fast.tokenizer.encode_batch(run.pieces, 1, False) for run in runs]
+
+
+def join_runs(runs: list[Run], outputs: list) -> np.ndarray:
+    """Token ids (int32) from :func:`engine_runs`' outputs: the special tokens put back between quicktok's pieces."""
+    parts = [output.view(np.int32) if run.pieces is None else with_specials(*output, run.special_ids)
+             for run, output in zip(runs, outputs)]
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def with_specials(tokens: np.ndarray, offsets: np.ndarray, special_ids: np.ndarray) -> np.ndarray:
+    """quicktok's tokens of the pieces around the special tokens, with the special tokens' ids put back (int32)."""
+    if len(special_ids):
+        tokens = np.insert(tokens, offsets[1:-1], special_ids)
+    return tokens.view(np.int32)
 
 
 def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:

@@ -28,7 +28,8 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
-from sftpack.tokenizers.backend import encode_runs, plan_concatenated, quicktok_for, tiktoken_name
+from sftpack.tokenizers.backend import engine_runs, join_runs, plan_concatenated, quicktok_for, tiktoken_name
+from sftpack.tokenizers.layout import byte_layout
 
 Spans = Sequence[tuple[int, int]]
 
@@ -85,8 +86,17 @@ class Vocab:
         return PlannedBatch(texts, spans)
 
     def encode_planned(self, plan: "PlannedBatch") -> "Batch":
-        """The second half: the encoding itself (a tokenizer call that releases the GIL where it can)."""
+        """The second half: the encoding itself, :meth:`mask_planned` of :meth:`tokenize_planned`."""
+        return self.mask_planned(plan, self.tokenize_planned(plan))
+
+    def tokenize_planned(self, plan: "PlannedBatch"):
+        """The engine's calls for a planned batch (what releases the GIL, where the engine can): what
+        :meth:`mask_planned` turns into the :class:`Batch`. Here, everything."""
         return self._one_by_one(plan.texts, plan.spans)
+
+    def mask_planned(self, plan: "PlannedBatch", tokenized) -> "Batch":
+        """The :class:`Batch` from :meth:`tokenize_planned`'s output: the token ids put together and the mask."""
+        return tokenized
 
     def _one_by_one(self, texts: Sequence[str], spans: Sequence[Spans]) -> "Batch":
         lengths = np.zeros(len(texts), dtype=np.int64)
@@ -224,23 +234,25 @@ class TiktokenVocab(Vocab):
             or (self.nfc and not ascii_only and not _all_nfc(texts))
         ):
             return PlannedBatch(texts, spans)
-        try:  # byte offset of each text
-            text_bytes = np.fromiter(map(len, texts) if ascii_only else (len(t.encode("utf-8")) for t in texts),
-                                     dtype=np.int64, count=len(texts))
-        except UnicodeEncodeError:  # a lone surrogate: named per text
+        layout = byte_layout(texts, spans, ascii_only, self.fast)
+        if layout is None:  # a lone surrogate: named per text
             return PlannedBatch(texts, spans)
-        runs, fast = plan_concatenated(self.enc, self.fast, texts, joined)
-        text_start = np.concatenate(([0], np.cumsum(text_bytes)))
-        lo, hi = _byte_spans(texts, spans, text_bytes, text_start, ascii_only)
+        text_start, lo, hi, exact = layout
+        runs, fast = plan_concatenated(self.enc, self.fast, texts, joined, exact)
         return PlannedBatch(texts, spans, runs, fast, text_start, lo, hi)
 
-    def encode_planned(self, plan: PlannedBatch) -> Batch:
+    def tokenize_planned(self, plan: PlannedBatch):
         if plan.runs is None:
             return self._one_by_one(plan.texts, plan.spans)
         try:
-            ids = encode_runs(self.enc, self.fast, plan.runs)
+            return engine_runs(self.enc, self.fast, plan.runs)
         except UnicodeEncodeError:
             return self._one_by_one(plan.texts, plan.spans)
+
+    def mask_planned(self, plan: PlannedBatch, tokenized) -> Batch:
+        if isinstance(tokenized, Batch):
+            return tokenized
+        ids = join_runs(plan.runs, tokenized)
         lens = self.byte_lengths[ids]
         ends = np.cumsum(lens)
         starts = ends - lens
@@ -352,24 +364,6 @@ def long_input_pieces(text: str, max_chars: int, max_run: int):
                 yield chunk[start:cut]
                 start = cut
         yield chunk[start:]
-
-
-def _byte_spans(texts, spans, text_bytes: np.ndarray, text_start: np.ndarray, ascii_only: bool):
-    """The supervised spans of every text as byte positions in their concatenation (empty spans dropped)."""
-    lo, hi = [], []
-    for i, text_spans in enumerate(spans):
-        base = int(text_start[i])
-        if ascii_only or text_bytes[i] == len(texts[i]):
-            for a, b in text_spans:
-                if b > a:
-                    lo.append(base + a)
-                    hi.append(base + b)
-        else:
-            for a, b in text_spans:
-                if b > a:
-                    lo.append(base + _char_to_byte(texts[i], a))
-                    hi.append(base + _char_to_byte(texts[i], b))
-    return np.asarray(lo, dtype=np.int64), np.asarray(hi, dtype=np.int64)
 
 
 def _all_nfc(texts: Sequence[str]) -> bool:

@@ -30,9 +30,14 @@ def _chunk(encoder, source, indices):
     return encode_chunk(encoder, source, np.asarray(indices))
 
 
+QWEN35_EOS = 248046  # <|im_end|>, Qwen3.5's eos_token
+
+
 def _split(result):
-    bounds = np.concatenate(([0], np.cumsum(result.lengths)))
-    return [(result.tokens[a:b], result.masks[a:b]) for a, b in zip(bounds, bounds[1:])]
+    """Each kept conversation's (tokens, mask), the EOS in front of it checked and left out."""
+    bounds = np.concatenate(([0], np.cumsum(result.lengths + 1)))
+    assert (result.tokens[bounds[:-1]] == QWEN35_EOS).all() and not result.masks[bounds[:-1]].any()
+    return [(result.tokens[a + 1:b], result.masks[a + 1:b]) for a, b in zip(bounds, bounds[1:])]
 
 
 def test_sample_fast_path_equals_straightforward_path(encoder, qwen_hf_tokenizer):

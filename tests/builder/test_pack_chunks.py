@@ -26,9 +26,12 @@ def chunked(convs, cuts):
     for stop in [*cuts, len(convs)]:
         part = convs[start:stop]
         if part or stop == len(convs):
+            # each conversation preceded by its EOS (mask 0), as a build's workers hand them over
             chunks.append(([c[0] for c in part], np.array([len(c[1]) for c in part], np.int64),
-                           np.concatenate([c[1] for c in part]) if part else np.zeros(0, np.int32),
-                           np.concatenate([c[2] for c in part]) if part else np.zeros(0, np.uint8)))
+                           np.concatenate([x for c in part for x in ([EOS], c[1])]).astype(np.int32) if part
+                           else np.zeros(0, np.int32),
+                           np.concatenate([x for c in part for x in ([0], c[2])]).astype(np.uint8) if part
+                           else np.zeros(0, np.uint8)))
         start = stop
     return chunks
 
