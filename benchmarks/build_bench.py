@@ -96,18 +96,23 @@ def _children(pid: int) -> list[int]:
 _FIELDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
 
 
-def _status(pid: int) -> dict | None:
+def _kb_fields(path: str, keys: tuple) -> dict | None:
+    """``keys`` of a /proc file of ``KEY: N kB`` lines, in bytes; None if the process is gone."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(path) as f:
             text = f.read()
     except OSError:
         return None
     out = {}
-    for key in _FIELDS:
+    for key in keys:
         m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
         if m:
             out[key] = int(m.group(1)) * 1024
     return out
+
+
+def _status(pid: int) -> dict | None:
+    return _kb_fields(f"/proc/{pid}/status", _FIELDS)
 
 
 _PSS_FIELDS = ("Pss", "Pss_Anon", "Pss_File", "Pss_Shmem")
@@ -119,17 +124,7 @@ def _pss(pid: int) -> dict:
     where summing RssAnon counts them once per process. ``Pss_Anon`` (+ ``Pss_Shmem``) is the memory the build
     itself holds; ``Pss_File`` is mapped files (the memory-mapped source, libraries): page cache, which the
     kernel reclaims under pressure instead of failing the build."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            text = f.read()
-    except OSError:
-        return {}
-    out = {}
-    for key in _PSS_FIELDS:
-        m = re.search(rf"^{key}:\s+(\d+) kB", text, re.M)
-        if m:
-            out[key] = int(m.group(1)) * 1024
-    return out
+    return _kb_fields(f"/proc/{pid}/smaps_rollup", _PSS_FIELDS) or {}
 
 
 class MemorySampler:

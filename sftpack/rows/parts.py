@@ -192,14 +192,8 @@ def _field_at(src: bytes, pos: int, last: int) -> tuple[int, int, int] | None:
 
 
 def _zigzag_at(src: bytes, pos: int) -> tuple[int, int]:
-    shift = n = 0
-    while True:
-        b = src[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
+    n, pos = _varint_at(src, pos)
+    return (n >> 1) ^ -(n & 1), pos
 
 
 def _list_header_at(src: bytes, pos: int) -> tuple[int, int, int]:
