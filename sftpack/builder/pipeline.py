@@ -145,7 +145,8 @@ def encoded_chunks(
     seconds = seconds if seconds is not None else Counter()
 
     def consume(result: ChunkResult):
-        for stage, spent in zip(("worker_read_s", "worker_prepare_s", "worker_tokenize_s", "worker_mask_s"), result.seconds):
+        stages = ("worker_read_s", "worker_prepare_s", "worker_tokenize_s", "worker_mask_s")
+        for stage, spent in zip(stages, result.seconds):
             seconds[stage] += spent
         yield walk.add(result)
 
