@@ -126,56 +126,63 @@ def _row_groups(footer: bytes, known: bytes = b"") -> tuple[list[tuple[int, int]
 def _copy_group(src: bytes, pos: int, out: bytearray, shift: int, ordinal: int) -> int:
     """RowGroup at ``src[pos:]`` into ``out``: file_offset and its column chunks' offsets shifted, its ordinal
     set; returns its num_rows."""
-    rows, last = 0, 0
-    while (field := _field_at(src, pos, last)) is not None:
-        last, ftype, value_at = field
-        out += src[pos:value_at]  # the field's header, unchanged
-        if last == _GROUP_COLUMNS:
-            size, _, pos = _list_header_at(src, value_at)
-            out += src[value_at:pos]
-            for _ in range(size):
-                pos = _copy_chunk(src, pos, out, shift)
-        elif last in (_GROUP_FILE_OFFSET, _GROUP_ORDINAL, _GROUP_NUM_ROWS):
-            value, pos = _zigzag_at(src, value_at)
-            if last == _GROUP_NUM_ROWS:
-                rows = value
-            _zigzag(out, value + shift if last == _GROUP_FILE_OFFSET else ordinal if last == _GROUP_ORDINAL else value)
-        else:
-            pos = _skip(src, value_at, ftype)
-            out += src[value_at:pos]
-    out.append(0)
-    return rows
+    rows = []
+    meta = {fid: _shifted(shift) for fid in _META_OFFSETS}
+    chunk = {_CHUNK_FILE_OFFSET: _shifted(shift, keep_zero=True),
+             _CHUNK_META: lambda src, at, out: _copy_struct(src, at, out, meta),
+             **{fid: _page_index for fid in _CHUNK_OTHER_OFFSETS}}
+
+    def columns(src: bytes, at: int, out: bytearray) -> int:
+        size, _, pos = _list_header_at(src, at)
+        out += src[at:pos]
+        for _ in range(size):
+            pos = _copy_struct(src, pos, out, chunk)
+        return pos
+
+    def num_rows(src: bytes, at: int, out: bytearray) -> int:
+        value, end = _zigzag_at(src, at)
+        rows.append(value)
+        out += src[at:end]
+        return end
+
+    def set_ordinal(src: bytes, at: int, out: bytearray) -> int:
+        _zigzag(out, ordinal)
+        return _zigzag_at(src, at)[1]
+
+    _copy_struct(src, pos, out, {_GROUP_COLUMNS: columns, _GROUP_NUM_ROWS: num_rows,
+                                 _GROUP_FILE_OFFSET: _shifted(shift), _GROUP_ORDINAL: set_ordinal})
+    return rows[0] if rows else 0
 
 
-def _copy_chunk(src: bytes, pos: int, out: bytearray, shift: int) -> int:
-    """ColumnChunk at ``src[pos:]`` into ``out``, its file offsets shifted; returns where it ends."""
+def _copy_struct(src: bytes, pos: int, out: bytearray, edits: dict) -> int:
+    """The struct at ``src[pos:]`` into ``out``: a field whose id is in ``edits`` written by
+    ``edits[id](src, where its value starts, out)`` (which returns where the value ends), the others copied as they
+    are; returns where the struct ends."""
     last = 0
     while (field := _field_at(src, pos, last)) is not None:
         last, ftype, value_at = field
-        if last in _CHUNK_OTHER_OFFSETS:
-            raise ValueError("parquet parts with page indexes are not supported")
-        out += src[pos:value_at]
-        if last == _CHUNK_FILE_OFFSET:
-            value, pos = _zigzag_at(src, value_at)
-            _zigzag(out, value + shift if value else value)
-        elif last == _CHUNK_META:
-            pos, meta_last = value_at, 0
-            while (meta := _field_at(src, pos, meta_last)) is not None:
-                meta_last, mtype, mvalue_at = meta
-                out += src[pos:mvalue_at]
-                if meta_last in _META_OFFSETS:
-                    value, pos = _zigzag_at(src, mvalue_at)
-                    _zigzag(out, value + shift)
-                else:
-                    pos = _skip(src, mvalue_at, mtype)
-                    out += src[mvalue_at:pos]
-            out.append(0)
-            pos += 1
-        else:
+        out += src[pos:value_at]  # the field's header, unchanged
+        edit = edits.get(last)
+        if edit is None:
             pos = _skip(src, value_at, ftype)
             out += src[value_at:pos]
+        else:
+            pos = edit(src, value_at, out)
     out.append(0)
     return pos + 1
+
+
+def _shifted(shift: int, keep_zero: bool = False):
+    """An edit for :func:`_copy_struct`: the integer plus ``shift`` (left at 0 with ``keep_zero``)."""
+    def edit(src: bytes, at: int, out: bytearray) -> int:
+        value, end = _zigzag_at(src, at)
+        _zigzag(out, value + shift if value or not keep_zero else value)
+        return end
+    return edit
+
+
+def _page_index(src: bytes, at: int, out: bytearray) -> int:
+    raise ValueError("parquet parts with page indexes are not supported")
 
 
 def _field_at(src: bytes, pos: int, last: int) -> tuple[int, int, int] | None:

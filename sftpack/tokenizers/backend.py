@@ -91,11 +91,11 @@ class QuicktokEncoding:
 
     def exact(self, texts: list[str]) -> np.ndarray:
         """Per text, whether quicktok's tokens are tiktoken's (no character that must go to tiktoken)."""
-        starts = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=starts[1:])
         joined = "".join(texts)
         if joined.isascii():  # ASCII is safe, and most text is
             return np.ones(len(texts), dtype=bool)
+        starts = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)), out=starts[1:])
         return self.exact_points(np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32), starts)
 
     def exact_points(self, points: np.ndarray, starts: np.ndarray) -> np.ndarray:
