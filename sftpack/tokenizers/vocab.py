@@ -252,7 +252,9 @@ class TiktokenVocab(Vocab):
     def mask_planned(self, plan: PlannedBatch, tokenized) -> Batch:
         if isinstance(tokenized, Batch):
             return tokenized
-        ids = join_runs(plan.runs, tokenized)
+        ids = join_runs(plan.runs, tokenized, self.byte_lengths, plan.text_start)
+        if ids is None:
+            return self._one_by_one(plan.texts, plan.spans)  # a token crosses two texts: encode one by one
         lens = self.byte_lengths[ids]
         ends = np.cumsum(lens)
         starts = ends - lens

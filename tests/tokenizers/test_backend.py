@@ -224,3 +224,45 @@ def test_special_tokens_that_prefix_each_other_keep_tiktoken():
     assert quicktok_for(enc) is None
     with pytest.raises(ValueError, match="unknown tokenizer backend"):
         quicktok_for(enc, "fast")
+
+
+MIXED = [
+    "<|im_start|>user\nplain ascii<|im_end|>\n<|im_start|>assistant\nanswer<|im_end|>\n",
+    "<|im_start|>user\nक्षत्रिय हिन्दी<|im_end|>\n<|im_start|>assistant\nx\u0301 q\u0308<|im_end|>\n",  # marks, in NFC
+    "<|im_start|>user\n東京 😀 café<|im_end|>\n<|im_start|>assistant\nΟΚ<|im_end|>\n",
+    "<|im_start|>assistant\n\u0301 a mark first<|im_end|>\n",
+]
+
+
+@pytest.mark.parametrize("order", [[0, 1, 2, 3], [1, 0, 3, 2], [1, 3], [0, 2], [3, 0, 1, 2, 1, 0], [2, 1, 1, 1, 0]])
+def test_a_batch_split_between_the_engines_gives_each_texts_own_tokens(engines, order, monkeypatch):
+    """Texts with combining marks go to tiktoken, the rest to quicktok, one call each; the batch's tokens and
+    masks are each text's own tiktoken tokens, in batch order, without falling back to encoding text by text."""
+    vocab, enc, fast = engines["qwen3_5"]
+    vocab.use_backend("auto")
+    monkeypatch.setattr(vocab, "_one_by_one", lambda *a: pytest.fail("fell back to encoding text by text"))
+    texts = [MIXED[i] for i in order]
+    spans = [[(t.find("assistant\n") + 10, len(t))] for t in texts]
+    assert all(unicodedata.is_normalized("NFC", t) for t in texts)  # else the batch is encoded text by text
+    batch = vocab.encode_masked_batch(texts, spans)
+    assert batch.fast.tolist() == [i in (0, 2) for i in order]
+    bounds = np.concatenate(([0], np.cumsum(batch.lengths)))
+    allowed = frozenset(enc._special_tokens)
+    for k, text in enumerate(texts):
+        expected = enc.encode(text, allowed_special=allowed)
+        assert batch.tokens[bounds[k]:bounds[k + 1]].tolist() == expected
+        # supervised: the tokens after "assistant\n" (its token and the header's are not)
+        header = len(enc.encode(text[:spans[k][0][0]], allowed_special=allowed))
+        assert batch.masks[bounds[k]:bounds[k + 1]].tolist() == [0] * header + [1] * (len(expected) - header)
+
+
+def test_runs_whose_token_spans_two_texts_are_refused():
+    """join_runs puts the runs' texts back in order by byte position; a token spanning two texts is refused."""
+    byte_lengths = np.array([1, 2, 3])  # token 0: 1 byte, 1: 2 bytes, 2: 3 bytes
+    quick = backend.Run(None, [""], np.zeros(0, np.uint32), members=np.array([0, 2]))
+    slow = backend.Run(text="", members=np.array([1]))
+    text_start = np.array([0, 3, 4, 5])  # texts of 3, 1 and 1 bytes
+    outputs = [(np.array([1, 0, 0], np.uint32), np.array([0, 3])), np.array([0], np.uint32)]
+    assert backend.join_runs([quick, slow], outputs, byte_lengths, text_start).tolist() == [1, 0, 0, 0]
+    outputs[0] = (np.array([0, 2], np.uint32), np.array([0, 2]))  # token 2 spans texts 0 and 2
+    assert backend.join_runs([quick, slow], outputs, byte_lengths, text_start) is None
