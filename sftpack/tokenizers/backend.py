@@ -100,9 +100,10 @@ class QuicktokEncoding:
 
     def exact_points(self, points: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """:meth:`exact` of the texts whose code points are ``points[starts[i]:starts[i + 1]]``."""
-        unsafe = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(self.unsafe[points], out=unsafe[1:])
-        return unsafe[starts[1:]] == unsafe[starts[:-1]]
+        exact = np.ones(len(starts) - 1, dtype=bool)
+        # the few unsafe characters' texts, found by position: a running count over every character cost 2.5x more
+        exact[np.searchsorted(starts, np.flatnonzero(self.unsafe[points]), side="right") - 1] = False
+        return exact
 
     def encode_to_numpy(self, text: str) -> np.ndarray:
         """Token ids (int32) of ``text``, special-token text becoming the special token."""

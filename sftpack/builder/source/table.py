@@ -305,19 +305,21 @@ class _ChunkReader:
         self.list_offsets = list_offsets
         self.fields = fields
         self.ids = ids
+        self.names = tuple(name for name, _, _ in fields)
 
     def row(self, k: int):
-        first, last = int(self.list_offsets[k]), int(self.list_offsets[k + 1])
+        first, last = self.list_offsets[k : k + 2].tolist()
         columns = []
         for _, offsets, data in self.fields:
             bounds = offsets[first : last + 1].tolist()
             columns.append([str(data[a:b], "utf-8") for a, b in zip(bounds, bounds[1:])])
-        names = [name for name, _, _ in self.fields]
+        names = self.names
         messages = [dict(zip(names, values)) for values in zip(*columns)]
         row_id = None
         if self.ids is not None:
             offsets, data = self.ids
-            row_id = str(data[int(offsets[k]) : int(offsets[k + 1])], "utf-8")
+            a, b = offsets[k : k + 2].tolist()
+            row_id = str(data[a:b], "utf-8")
         return row_id, messages
 
 
