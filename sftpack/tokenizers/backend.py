@@ -210,22 +210,21 @@ def join_runs(runs: list[Run], outputs: list, byte_lengths: np.ndarray, text_sta
     if len(parts) == 1:
         return parts[0]
     sizes = np.diff(text_start)
-    first = np.empty(len(sizes), dtype=np.int64)  # per text: where its tokens start in the runs' ids, concatenated
-    count = np.empty(len(sizes), dtype=np.int64)
-    offset = 0
-    for run, ids in zip(runs, parts):
+    owner = np.empty(len(sizes), dtype=np.int64)  # per text: its run, and its tokens' bounds in the run's ids
+    start = np.empty(len(sizes), dtype=np.int64)
+    stop = np.empty(len(sizes), dtype=np.int64)
+    for r, (run, ids) in enumerate(zip(runs, parts)):
         ends = np.cumsum(byte_lengths[ids])
         text_ends = np.cumsum(sizes[run.members])
         last = np.searchsorted(ends, text_ends)  # the token ending each text, if one does
         if len(ids) == 0 or last[-1] != len(ids) - 1 or not np.array_equal(ends[last], text_ends):
             return None
-        stops = last + 1
-        count[run.members] = np.diff(stops, prepend=0)
-        first[run.members] = offset + stops - count[run.members]
-        offset += len(ids)
-    # position j of the result, in text t, is first[t] + (j - where text t starts in the result)
-    where = np.cumsum(count) - count
-    return np.concatenate(parts)[np.repeat(first - where, count) + np.arange(offset)]
+        owner[run.members] = r
+        stop[run.members] = last + 1
+        start[run.members] = np.concatenate(([0], last[:-1] + 1))
+    # in batch order the texts are stretches of consecutive texts of one run: one slice of its ids each
+    cuts = [0, *(np.flatnonzero(owner[1:] != owner[:-1]) + 1).tolist(), len(sizes)]
+    return np.concatenate([parts[owner[a]][start[a]:stop[b - 1]] for a, b in zip(cuts, cuts[1:])])
 
 
 def with_specials(tokens: np.ndarray, offsets: np.ndarray, special_ids: np.ndarray) -> np.ndarray:
