@@ -5,9 +5,7 @@ Written for stopping cleanly at any moment: no helper threads and no locks share
 (``concurrent.futures.ProcessPoolExecutor`` has both, and an interrupted build could hang in them or lose the
 signal), workers ignore SIGINT/SIGTERM and are stopped by the parent with SIGKILL - they hold nothing but their
 own pipes - and the parent waits with a timeout, so that a signal recorded meanwhile is raised within 50 ms
-(:func:`sftpack.builder.interrupts.check`). The parent reads results on a thread of its own, started after the
-last fork and stopped before the pipes are closed; its lock is the parent's alone. A worker that dies shows as
-end-of-file on its pipe: the tasks it owed fail with :class:`WorkerDied`, in their turn.
+(:func:`sftpack.builder.interrupts.check`). A worker that dies shows as end-of-file on its pipe: :class:`WorkerDied`.
 
 A result crosses its pipe as a small pickled header and the raw bytes of its arrays (pickle protocol 5, buffers
 out of band): the parent reads those bytes straight into the arrays it hands on, one copy, no unpickling of
@@ -23,7 +21,6 @@ import os
 import pickle
 import signal
 import sys
-import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -72,8 +69,6 @@ class WorkerPool:
     def __init__(self, workers: int, fn: Callable):
         context = mp.get_context("fork")
         self._processes, self._tasks, self._results = [], [], []
-        self._reader: threading.Thread | None = None
-        self._inbox: _Inbox | None = None
         parent = os.getpid()
         try:
             for _ in range(workers):
@@ -100,17 +95,11 @@ class WorkerPool:
 
     def imap(self, tasks: Iterable, depth: int) -> Iterator:
         """``fn(task)`` for each task, in order, at most ``depth`` tasks ahead of the consumer. An exception
-        raised by ``fn`` is raised here when its result is reached.
-
-        Results are read from the pipes by a thread of their own as soon as they arrive (the reads run without the
-        GIL), so that a worker never waits for the consumer to come back for its result. At 16 workers the parent's
-        main thread, which also packs the rows, was never idle, a quarter of it reading results, and the workers
-        waited for it: 17% of their time for a next task (py-spy, the 16-core host)."""
+        raised by ``fn`` is raised here when its result is reached."""
         tasks = iter(tasks)
         n = len(self._processes)
-        inbox = self._inbox = _Inbox(n)
-        self._reader = threading.Thread(target=self._read, args=(inbox,), name="sftpack-results", daemon=True)
-        self._reader.start()  # after every fork (the pool forked its workers when it was made)
+        queued = [deque() for _ in range(n)]  # task numbers sent to each worker, in the order sent
+        done: dict[int, tuple] = {}
         sent = consumed = 0
         exhausted = False
         while True:
@@ -119,41 +108,39 @@ class WorkerPool:
                 if task is _END:
                     exhausted = True
                     break
-                worker = inbox.expect(sent)
+                worker = min(range(n), key=lambda w: len(queued[w]))
                 try:
                     self._tasks[worker].send(task)
-                except OSError:  # the worker is gone: its result pipe ends, and the reader fails what it owed
-                    pass  # (a broken pipe must not pass for a closed stdout)
+                except OSError:  # the worker is gone (a broken pipe must not pass for a closed stdout)
+                    self._processes[worker].join(timeout=5)
+                    raise WorkerDied(worker, self._processes[worker].exitcode) from None
+                queued[worker].append(sent)
                 sent += 1
             if consumed == sent:
                 return
-            ok, value = inbox.take(consumed)
+            timeout = 0.0  # first take what is ready (a worker blocks until its result is read), then wait
+            while True:
+                interrupts.check()
+                busy = [self._results[w] for w in range(n) if queued[w]]
+                for conn in wait(busy, timeout):
+                    worker = self._results.index(conn)
+                    done[queued[worker].popleft()] = self._receive(worker)
+                if consumed in done:
+                    break
+                timeout = POLL_SECONDS
+            ok, value = done.pop(consumed)
             consumed += 1
             if not ok:
                 raise value
             yield value
 
-    def _read(self, inbox: "_Inbox") -> None:
-        """The reader thread: each worker's results, as they arrive, into ``inbox``; a worker that died fails the
-        tasks it owed (its results sent before it died come first: a pipe keeps its order)."""
+    def _receive(self, worker: int) -> tuple:
         try:
-            while not inbox.stopped:
-                busy = [self._results[w] for w in inbox.busy()]
-                if not busy:
-                    inbox.idle()
-                    continue
-                for conn in wait(busy, POLL_SECONDS):
-                    worker = self._results.index(conn)
-                    try:
-                        message = _receive(conn)
-                    except (EOFError, OSError):
-                        process = self._processes[worker]
-                        process.join(timeout=5)
-                        inbox.died(worker, WorkerDied(worker, process.exitcode))
-                        continue
-                    inbox.put(worker, message)
-        except BaseException as e:  # raised by the consumer when it waits for a result
-            inbox.fail(e)
+            return _receive(self._results[worker])
+        except (EOFError, OSError):
+            process = self._processes[worker]
+            process.join(timeout=5)
+            raise WorkerDied(worker, process.exitcode) from None
 
     def close(self) -> None:
         for process in self._processes:
@@ -161,84 +148,12 @@ class WorkerPool:
                 process.kill()
         for process in self._processes:
             process.join()
-        if self._reader is not None:  # it stops within POLL_SECONDS (a killed worker's pipe reads as end-of-file)
-            self._inbox.stop()
-            self._reader.join()
-            self._reader = None
         for conn in self._tasks + self._results:
             conn.close()
         self._processes, self._tasks, self._results = [], [], []
 
 
 _END = object()
-
-
-class _Inbox:
-    """What the pool's reader thread and its consumer share: the task numbers each worker owes, in the order sent,
-    and the results read but not yet consumed."""
-
-    def __init__(self, workers: int):
-        self._owed = [deque() for _ in range(workers)]
-        self._done: dict[int, tuple] = {}
-        self._error: BaseException | None = None
-        self._dead: dict[int, BaseException] = {}
-        self._changed = threading.Condition()
-        self.stopped = False
-
-    def expect(self, task: int) -> int:
-        """The worker that ``task`` goes to (the living one owing the fewest), noted before it is sent."""
-        with self._changed:
-            living = [w for w in range(len(self._owed)) if w not in self._dead]
-            if not living:
-                raise next(iter(self._dead.values()))
-            worker = min(living, key=lambda w: len(self._owed[w]))
-            self._owed[worker].append(task)
-            self._changed.notify_all()
-        return worker
-
-    def busy(self) -> list[int]:
-        with self._changed:
-            return [w for w, owed in enumerate(self._owed) if owed]
-
-    def idle(self) -> None:
-        """Wait (briefly) for a task to be sent."""
-        with self._changed:
-            if not self.stopped and not any(self._owed):
-                self._changed.wait(POLL_SECONDS)
-
-    def put(self, worker: int, message: tuple) -> None:
-        with self._changed:
-            self._done[self._owed[worker].popleft()] = message
-            self._changed.notify_all()
-
-    def died(self, worker: int, error: BaseException) -> None:
-        """``worker`` is gone: each task it owed fails with ``error``, at its turn."""
-        with self._changed:
-            self._dead[worker] = error
-            while self._owed[worker]:
-                self._done[self._owed[worker].popleft()] = (False, error)
-            self._changed.notify_all()
-
-    def fail(self, error: BaseException) -> None:
-        with self._changed:
-            self._error = error
-            self._changed.notify_all()
-
-    def take(self, task: int) -> tuple:
-        """The result of ``task``, waiting for it; a signal recorded meanwhile is raised within POLL_SECONDS."""
-        interrupts.check()
-        with self._changed:
-            while task not in self._done:
-                if self._error is not None:
-                    raise self._error
-                self._changed.wait(POLL_SECONDS)
-                interrupts.check()
-            return self._done.pop(task)
-
-    def stop(self) -> None:
-        with self._changed:
-            self.stopped = True
-            self._changed.notify_all()
 
 
 def _serve(fn, tasks, results, parent: int, inherited: list) -> None:
