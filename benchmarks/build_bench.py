@@ -31,6 +31,7 @@ import json
 import multiprocessing as mp
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -175,17 +176,20 @@ def run_build(source: Path, rows, workers: int, out: Path, backend: str = "auto"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "SFTPACK_TIMINGS": str(timings),
            "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
     t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
     sampler = MemorySampler(proc.pid)
     if proc.wait() != 0:
         raise SystemExit(f"build failed: {' '.join(cmd)}")
     wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the build and the workers it reaped
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     memory = sampler.stop()
     import yaml
 
     (path,) = out.glob("*.build.yaml")
     record = yaml.safe_load(path.read_text())
-    return {"workers": workers, "rows_arg": rows, "backend": backend, "encoded_by": record.get("tokenizer_backends"), "wall_s": wall, "rows": record["rows"],
+    return {"workers": workers, "rows_arg": rows, "backend": backend, "encoded_by": record.get("tokenizer_backends"), "wall_s": wall, "cpu_s": cpu, "rows": record["rows"],
             "tokens": record["counts"]["total_tokens"], "rows_sha256": record["rows_sha256"],
             "parquet_sha256": record["parquet_sha256"], "conversations": record["counts"]["conversations_packed"],
             "reached": record["counts"]["source_rows_reached"], "seed": record["seed"],
@@ -438,8 +442,9 @@ def report(results: dict, args) -> None:
           " anon <= 1 GiB and RSS <= 2 GiB per process)")
     measured = {r["parquet_sha256"] for r in results["runs"] if r["role"] != "baseline rows"}
     print(f"--rows {args.rows} parquet identical at every worker count and backend: {len(measured) == 1}")
-    print("\nwhere the time goes (seconds; main busy = packing loop minus waiting for workers' results, writer busy ="
-          " compress + write + hash in the writer thread, both as a share of the loop):")
+    print("\nwhere the time goes (seconds; CPU = user+sys of the build and its workers; main busy = packing loop minus"
+          " waiting for workers' results, writer busy = compress + write + hash in the writer thread, both as a share"
+          " of the loop):")
     for r in [base] + results["runs"]:
         t = r["timings"]
         p = t["parent"]
@@ -448,8 +453,10 @@ def report(results: dict, args) -> None:
         writer_busy = (p["writer_write_s"] + p["writer_hash_s"]) / loop
         parent = ", ".join(f"{k} {v:.2f}" for k, v in p.items())
         work = ", ".join(f"{k} {v:.1f}" for k, v in t["workers_total"].items())
-        print(f"  --workers {r['workers']} --rows {r['rows_arg']}: main busy {main_busy:.0%}, writer busy {writer_busy:.0%}"
-              f"; {parent}; workers' total: {work}")
+        n = results["cores"]  # user+sys of the build and its workers, as a share of every core for the whole wall
+        cores = f"CPU {r['cpu_s']:.1f} s = {r['cpu_s'] / (r['wall_s'] * n):.0%} of {n} cores, " if "cpu_s" in r else ""
+        print(f"  --workers {r['workers']} --rows {r['rows_arg']}: {cores}main busy {main_busy:.0%}, writer busy "
+              f"{writer_busy:.0%}; {parent}; workers' total: {work}")
     one = results["floor"]["seconds"]
     print("\ntokenization ceiling of this CPU (same texts, P processes x 1 thread): "
           + ", ".join(f"P={p}: {one / s:.2f}x ({one / s / p:.0%})" for p, s in results["ceiling"].items()))
