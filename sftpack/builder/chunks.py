@@ -35,6 +35,17 @@ class ChunkResult:
     seconds: tuple = (0.0, 0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing, masking
     fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine (the record counts them)
 
+    # Pickled (a worker's result crossing its pipe), the masks go as bits: a chunk of 256 synthetic conversations
+    # is then 0.89 MB at the median instead of 1.09 MB, within the 1 MiB a pipe holds, so that it goes in one write.
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["masks"] = (np.packbits(self.masks), len(self.masks))  # masks are 0/1
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        bits, count = state["masks"]
+        self.__dict__.update(state, masks=np.unpackbits(bits, count=count))
+
 
 @dataclass
 class PreparedChunk:

@@ -7,9 +7,10 @@ signal), workers ignore SIGINT/SIGTERM and are stopped by the parent with SIGKIL
 own pipes - and the parent waits with a timeout, so that a signal recorded meanwhile is raised within 50 ms
 (:func:`sftpack.builder.interrupts.check`). A worker that dies shows as end-of-file on its pipe: :class:`WorkerDied`.
 
-A result crosses its pipe as a small pickled header and the raw bytes of its arrays (pickle protocol 5, buffers
-out of band): the parent reads those bytes straight into the arrays it hands on, one copy, no unpickling of
-megabytes. A :class:`Steps` task runs its second step on a thread of the worker while the worker runs the first
+A result crosses its pipe in one write: a fixed prefix (the sizes), a small pickled header and the raw bytes of its
+arrays (pickle protocol 5, buffers out of band). The parent reads those bytes straight into the arrays it hands on,
+one copy, no unpickling of megabytes; a result that fits the pipe is all there when the parent is woken, so neither
+side waits on the other mid-result. A :class:`Steps` task runs its second step on a thread of the worker while the worker runs the first
 step of its next task (a tokenizer that releases the GIL then overlaps the Python work of the next chunk), and its
 third step back on the worker's own thread.
 """
@@ -20,6 +21,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import struct
 import sys
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -212,32 +214,55 @@ def _serve_steps(fn: Steps, tasks, results) -> None:
             _send(results, _outcome(pending, fn.third))
 
 
+_PREFIX = struct.Struct("<QQ")  # header bytes, number of out-of-band buffers; then each buffer's size (<Q)
+
+
 def _send(conn, message) -> None:
-    """A pickled header (the arrays' bytes left out of it), then each array's bytes as they are in memory."""
+    """The message as one ``writev``: the prefix, a pickled header (the arrays' bytes left out of it), then each
+    array's bytes as they are in memory. Whole results used to go as a header then a write per array: the parent,
+    woken by the header, waited in its read for the rest while the worker waited for a CPU (3.75 ms a chunk of
+    which 0.59 ms reading, the 2-worker recipe build on 2 cores)."""
     buffers: list = []
     header = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
     raws = [buffer.raw() for buffer in buffers]
-    conn.send((header, [raw.nbytes for raw in raws]))
+    sizes = [raw.nbytes for raw in raws]
+    pending = [_PREFIX.pack(len(header), len(raws)) + struct.pack(f"<{len(raws)}Q", *sizes), header,
+               *(raw for raw in raws if raw.nbytes)]
     fd = conn.fileno()
-    for raw in raws:
-        done = 0
-        while done < raw.nbytes:
-            done += os.write(fd, raw[done:])
+    while pending:
+        done = os.writev(fd, pending)
+        while done:  # drop what went out, keep the rest of a partly written piece
+            if done >= len(pending[0]):
+                done -= len(pending.pop(0))
+            else:
+                pending[0], done = memoryview(pending[0])[done:], 0
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        got = os.read(fd, size - len(data))
+        if not got:
+            raise EOFError("worker pipe closed in the middle of a result")
+        data += got
+    return data
 
 
 def _receive(conn):
     """What :func:`_send` sent: the arrays' bytes read straight into fresh arrays, which the message then uses. One
-    ``readv`` fills all of them as far as the pipe holds: each call gives up the GIL, and at 16 workers the parent
-    that makes them is the build's busiest thread."""
-    header, sizes = conn.recv()
+    ``readv`` fills the header and all the arrays as far as the pipe holds: each call gives up the GIL, and at 16
+    workers the parent that makes them is the build's busiest thread."""
     fd = conn.fileno()
+    header_size, count = _PREFIX.unpack(_read_exactly(fd, _PREFIX.size))
+    sizes = struct.unpack(f"<{count}Q", _read_exactly(fd, 8 * count)) if count else ()
+    header = bytearray(header_size)
     buffers = [np.empty(size, dtype=np.uint8) for size in sizes]
-    views = [memoryview(buffer) for buffer in buffers if len(buffer)]
+    views = [memoryview(header)] + [memoryview(buffer) for buffer in buffers if len(buffer)]
     while views:
         got = os.readv(fd, views)
         if got == 0:
             raise EOFError("worker pipe closed in the middle of a result")
-        while got:  # drop what is filled, keep the rest of a partly filled array
+        while got:  # drop what is filled, keep the rest of a partly filled one
             if got >= len(views[0]):
                 got -= len(views.pop(0))
             else:
