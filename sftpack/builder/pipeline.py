@@ -64,7 +64,8 @@ class Walk:
         self.rows = 0  # source rows handed to the packer
         self.kept = 0
         self.kept_passed = 0  # kept conversations of the chunks the walk has passed (left self.chunks)
-        self.unchecked: deque = deque()  # ids of kept conversations not yet pulled (checked for duplicates)
+        self.unchecked: list = []  # ids of kept conversations from number unchecked_from on (checked for duplicates)
+        self.unchecked_from = 0
         self.checked = 0
         self.fast: deque = deque()  # per chunk not yet pulled past: (first kept index, its fast flags)
 
@@ -112,13 +113,18 @@ class Walk:
             self.kept_passed += len(self.chunks.popleft().kept_rows)
         stats.reached = upto
         self._count_fast(n)
-        while self.checked < n:  # two packed conversations with one id: provenance cannot tell them apart
-            conv_id = self.unchecked.popleft()
-            self.checked += 1
-            if conv_id in stats.ids_seen:
-                stats.duplicate_ids += 1
-            else:
-                stats.ids_seen.add(conv_id)
+        if self.checked < n:  # two packed conversations with one id: provenance cannot tell them apart
+            # a slice's ids at once: the ids that were not new are the ones the set did not grow by (939,000 ids
+            # by 100s: 0.19 s, against 0.52 s one by one, on the packing thread)
+            ids = self.unchecked[self.checked - self.unchecked_from : n - self.unchecked_from]
+            seen = stats.ids_seen
+            before = len(seen)
+            seen.update(ids)
+            stats.duplicate_ids += len(ids) - (len(seen) - before)
+            self.checked = n
+            if self.checked - self.unchecked_from > 4 * 4096:
+                del self.unchecked[: self.checked - self.unchecked_from]
+                self.unchecked_from = self.checked
 
 
     def _count_fast(self, n: int) -> None:
