@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from sftpack.builder.record import BuildStats
-from sftpack.rows.formats import Piece, Row
+from sftpack.rows.formats import Piece, Pieces, Row
 
 
 def pack(
@@ -153,7 +153,7 @@ class _Stream:
                        np.concatenate([self.lengths, lengths]), np.concatenate([self.offsets, np.zeros(count, np.int64)]),
                        first_token - has_eos)  # its EOS belongs to it: pack pulls the conversation to write it
 
-    def row_pieces(self, width: int, full_rows: int) -> list[list[Piece]]:
+    def row_pieces(self, width: int, full_rows: int) -> list[Pieces]:
         """The conversation pieces of each of the first ``full_rows`` rows: one per (conversation, row it reaches)."""
         starts, lengths = self.starts, self.lengths
         first_row = starts // width
@@ -163,12 +163,12 @@ class _Stream:
         row = first_row[conversation] + (np.arange(len(conversation)) - np.repeat(np.cumsum(count) - count, count))
         low = np.maximum(starts[conversation], row * width)
         high = np.minimum(starts[conversation] + lengths[conversation], (row + 1) * width)
-        bounds = np.searchsorted(row, np.arange(full_rows + 1))  # pieces of row r: bounds[r]:bounds[r+1]
+        bounds = np.searchsorted(row, np.arange(full_rows + 1)).tolist()  # pieces of row r: bounds[r]:bounds[r+1]
         piece_ids = [self.ids[c] for c in conversation.tolist()]
-        piece_starts, piece_lengths = (low - row * width).tolist(), (high - low).tolist()
-        piece_offsets = (self.offsets[conversation] + low - starts[conversation]).tolist()
-        return [[Piece(piece_ids[i], piece_starts[i], piece_lengths[i], piece_offsets[i])
-                 for i in range(bounds[r], bounds[r + 1])] for r in range(full_rows)]
+        piece_starts, piece_lengths = low - row * width, high - low
+        piece_offsets = self.offsets[conversation] + low - starts[conversation]
+        return [Pieces(piece_ids[a:b], piece_starts[a:b], piece_lengths[a:b], piece_offsets[a:b])
+                for a, b in zip(bounds, bounds[1:])]
 
     def rest(self, cut: int) -> "_Stream":
         """The stream from ``cut`` on (the partial row), with the conversations that reach into it."""

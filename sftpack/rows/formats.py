@@ -13,6 +13,7 @@ layouts TRL and Megatron-Bridge read (:mod:`sftpack.rows.trl`, :mod:`sftpack.row
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -343,11 +344,44 @@ class Piece:
     offset: int
 
 
+class Pieces(Sequence):
+    """A row's pieces as arrays, read as :class:`Piece` objects on demand: the packer cuts a whole chunk's rows at
+    once, and a Piece object per piece cost its one thread 21% of its GIL time at 16 workers (py-spy, the 16-core
+    host); the parquet writer takes the arrays as they are.
+
+    >>> pieces = Pieces(["a", "b"], np.array([0, 5]), np.array([5, 3]), np.array([2, 0]))
+    >>> pieces[1], len(pieces), pieces == [Piece("a", 0, 5, 2), Piece("b", 5, 3, 0)]
+    (Piece(conversation='b', start=5, length=3, offset=0), 2, True)
+    """
+
+    __slots__ = ("ids", "starts", "lengths", "offsets")
+
+    def __init__(self, ids: list, starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray):
+        self.ids, self.starts, self.lengths, self.offsets = ids, starts, lengths, offsets
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return list(self)[index]
+        return Piece(self.ids[index], int(self.starts[index]), int(self.lengths[index]), int(self.offsets[index]))
+
+    def __iter__(self):
+        return map(Piece, self.ids, self.starts.tolist(), self.lengths.tolist(), self.offsets.tolist())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+
 @dataclass
 class Row:
     tokens: np.ndarray  # int32, row_tokens
     loss_mask: np.ndarray  # uint8 0/1, row_tokens
-    pieces: list[Piece] = field(default_factory=list)
+    pieces: Sequence[Piece] = field(default_factory=list)  # a list, or Pieces
 
     @cached_property  # read by the sink, the writer and the supervised_tokens column: summed once
     def supervised(self) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Row, update_rows_sha256
+from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row, update_rows_sha256
 from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
 from sftpack.rows.parts import Stitcher, part
 
@@ -111,7 +111,16 @@ class RowWriter:
         masks = np.stack([r.loss_mask for r in rows])
         pieces = [r.pieces for r in rows]
         per_row = np.fromiter((len(p) for p in pieces), dtype=np.int32, count=n)
-        flat = [p for row_pieces in pieces for p in row_pieces]
+        if all(isinstance(p, Pieces) for p in pieces):  # the packer's rows: their arrays as they are
+            ids = [conversation for p in pieces for conversation in p.ids]
+            starts, lengths, offsets = (np.concatenate([getattr(p, f) for p in pieces] or [np.zeros(0, np.int32)])
+                                        .astype(np.int32) for f in ("starts", "lengths", "offsets"))
+        else:
+            flat = [p for row_pieces in pieces for p in row_pieces]
+            ids = [p.conversation for p in flat]
+            starts = np.fromiter((p.start for p in flat), np.int32, len(flat))
+            lengths = np.fromiter((p.length for p in flat), np.int32, len(flat))
+            offsets = np.fromiter((p.offset for p in flat), np.int32, len(flat))
         # Arrays from buffers, not pa.array(): that one imports pandas on first use (a second or more of start-up)
         columns = {
             "tokens": _fixed_binary(tokens, n, width * 4),
@@ -121,10 +130,10 @@ class RowWriter:
                 [_numbers(np.arange(first, first + n, dtype=np.int64)), _strings([self.build_name] * n)],
                 fields=list(SCHEMA.field("metadata").type)),
             "supervised_tokens": _numbers(np.fromiter((r.supervised for r in rows), dtype=np.int32, count=n)),
-            "conversation_ids": _lists(per_row, _strings([p.conversation for p in flat])),
-            "conversation_starts": _lists(per_row, _numbers(np.fromiter((p.start for p in flat), np.int32, len(flat)))),
-            "conversation_lengths": _lists(per_row, _numbers(np.fromiter((p.length for p in flat), np.int32, len(flat)))),
-            "conversation_offsets": _lists(per_row, _numbers(np.fromiter((p.offset for p in flat), np.int32, len(flat)))),
+            "conversation_ids": _lists(per_row, _strings(ids)),
+            "conversation_starts": _lists(per_row, _numbers(starts)),
+            "conversation_lengths": _lists(per_row, _numbers(lengths)),
+            "conversation_offsets": _lists(per_row, _numbers(offsets)),
         }
         return tokens, masks, pa.table(columns, schema=self._schema)
 

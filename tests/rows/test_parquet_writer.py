@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sftpack.rows.formats import Piece, Row, rows_sha256_of
+from sftpack.rows.formats import Piece, Pieces, Row, rows_sha256_of
 from sftpack.rows.parquet import FORMAT_VERSION, SCHEMA, row_prompt
 from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
 
@@ -52,12 +52,21 @@ def inline_file(path, rows: list[Row], name: str) -> None:
             writer.write_table(pa.table(columns, schema=schema), row_group_size=ROWS_PER_GROUP)
 
 
+def as_arrays(row: Row) -> Row:
+    """The row with its pieces as the packer makes them (:class:`Pieces`: arrays, not Piece objects)."""
+    return Row(row.tokens, row.loss_mask, Pieces([p.conversation for p in row.pieces], np.array([p.start for p in row.pieces]),
+                                                 np.array([p.length for p in row.pieces]), np.array([p.offset for p in row.pieces])))
+
+
+@pytest.mark.parametrize("pieces", ["objects", "arrays", "mixed"])
 @pytest.mark.parametrize("n", [1, 64, 64 * 6 + 5])
-def test_background_writer_writes_the_inline_file(tmp_path, n):
-    rows = make_rows(n)
+def test_background_writer_writes_the_inline_file(tmp_path, n, pieces):
+    rows = make_rows(n)  # the inline file is written from these, Piece objects
+    given = {"objects": rows, "arrays": [as_arrays(r) for r in rows],
+             "mixed": [as_arrays(r) if k % 2 else r for k, r in enumerate(rows)]}[pieces]
     interval = sys.getswitchinterval()
     writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
-    for row in rows:
+    for row in given:
         writer.write(row)
     sha, size = writer.close()
     inline_file(tmp_path / "b.parquet", rows, "b")
