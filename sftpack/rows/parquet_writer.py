@@ -1,5 +1,5 @@
 """The parquet rows format's writer: rows streamed into row groups written in parallel parts
-(:mod:`sftpack.rows.parts`) and hashed (``rows_sha256``) on a thread of their own."""
+(:mod:`sftpack.rows.parts`) and hashed (``rows_sha256``) on the writer's own thread."""
 
 from __future__ import annotations
 
@@ -38,18 +38,18 @@ WRITER_OPTIONS = dict(
 
 class RowWriter:
     """The parquet rows format's writer (:data:`sftpack.rows.formats.ROW_FORMATS`): streams rows into a parquet
-    file, hashing them (``rows_sha256``) on the way on a thread of its own (so the build's
+    file, hashing them (``rows_sha256``) on the way on its own thread (so the build's
     :class:`~sftpack.rows.formats.RowSink` takes its hash instead of hashing again).
 
     The caller's thread only collects rows. ``COMPRESSORS`` threads gather row groups into Arrow arrays, encode and
     compress them in parallel, each into a standalone in-memory parquet file (pyarrow and zstd run without the
-    GIL); one writer thread takes them strictly in order, appends the row-group bytes to the file
-    (:mod:`sftpack.rows.parts`: the same bytes one ``ParquetWriter`` would write) and hashes the file's bytes as
-    they go out, and hands each group's rows, in order, to a thread that hashes them. The threads start with the first full group: by then the build's worker processes are
+    GIL); one writer thread takes them strictly in order, hashes the rows, appends the row-group bytes to the
+    file (:mod:`sftpack.rows.parts`: the same bytes one ``ParquetWriter`` would write) and hashes the file's
+    bytes as they go out. The threads start with the first full group: by then the build's worker processes are
     forked, so no fork ever copies a thread that might hold a lock."""
 
     QUEUED_GROUPS = 8  # bounded: the caller waits rather than buffering the whole output
-    COMPRESSORS = None  # threads; None: one per 4 usable cores, 3 to 8 (see _compressors_for_cores)
+    COMPRESSORS = 3  # zstd over the tokens: ~1/20 of a worker's time per token (measured on the 16-core host)
 
     def __init__(self, path: Path, row_tokens: int, build_name: str):
         self.path = path
@@ -66,8 +66,6 @@ class RowWriter:
         self._hash = hashlib.sha256()
         self._queue: queue.Queue = queue.Queue(self.QUEUED_GROUPS)
         self._thread: threading.Thread | None = None
-        self._hash_queue: queue.Queue = queue.Queue(self.QUEUED_GROUPS)
-        self._hasher: threading.Thread | None = None
         self._compressors: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
         self.timings = {"gather_s": 0.0, "wait_s": 0.0, "compress_s": 0.0, "write_s": 0.0, "hash_s": 0.0,
@@ -91,12 +89,9 @@ class RowWriter:
             # needs it for a moment between GIL-free calls, would otherwise idle behind the packing thread.
             self._switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
-            threads = self.COMPRESSORS or _compressors_for_cores(_usable_cores())
-            self._compressors = ThreadPoolExecutor(threads, thread_name_prefix="sftpack-compress")
+            self._compressors = ThreadPoolExecutor(self.COMPRESSORS, thread_name_prefix="sftpack-compress")
             self._thread = threading.Thread(target=self._run, name="sftpack-writer", daemon=True)
             self._thread.start()
-            self._hasher = threading.Thread(target=self._hash_rows, name="sftpack-rows-hash", daemon=True)
-            self._hasher.start()
         t = time.perf_counter()
         self._queue.put(self._compressors.submit(self._compress, rows, first))
         self.timings["wait_s"] += time.perf_counter() - t
@@ -161,28 +156,13 @@ class RowWriter:
     def _write_group(self, compressed) -> None:
         t = time.perf_counter()
         data, tokens, masks = compressed.result()
+        h = time.perf_counter()
+        update_rows_sha256(self._hash, tokens, masks)  # one group: one interleave, one hash call
         w = time.perf_counter()
-        self._hash_queue.put((tokens, masks))
         self._stitcher.add(data)
-        self.timings["part_wait_s"] += w - t
+        self.timings["part_wait_s"] += h - t
+        self.timings["hash_s"] += w - h
         self.timings["write_s"] += time.perf_counter() - w
-
-    def _hash_rows(self) -> None:
-        """``rows_sha256``, group after group in order, on its own thread: the file's bytes are hashed as they are
-        written, on the writer's. Both on one thread took it 14.7 s of a 22.3 s build at 16 workers (the 16-core
-        host): the next serial step once the rest is faster."""
-        while True:
-            block = self._hash_queue.get()
-            if block is None:
-                return
-            if self._error is not None:
-                continue  # keep draining, so that the writer never blocks on a full queue
-            try:
-                t = time.perf_counter()
-                update_rows_sha256(self._hash, *block)  # one group: one interleave, one hash call
-                self.timings["hash_s"] += time.perf_counter() - t
-            except BaseException as e:  # handed to the caller's thread, which raises it
-                self._error = e
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -194,9 +174,6 @@ class RowWriter:
             self._queue.put(None)
             self._thread.join()
             self._thread = None
-            self._hash_queue.put(None)
-            self._hasher.join()
-            self._hasher = None
             self._compressors.shutdown(cancel_futures=True)
             self._compressors = None
             sys.setswitchinterval(self._switch_interval)  # the process's setting, as it was
@@ -225,23 +202,6 @@ class RowWriter:
         os.fsync(self._file.fileno())
         self._file.close()
         return self._file_hash.hexdigest(), self._stitcher.position
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def _compressors_for_cores(cores: int) -> int:
-    """Compressor threads for a machine of ``cores``: gathering and compressing row groups took 60 thread-seconds of
-    a 22 s build at 16 workers (the 16-core host), its 3 threads 90% busy; so one per 4 cores, from 3 to 8.
-
-    >>> [_compressors_for_cores(n) for n in (1, 2, 12, 16, 32, 64, 128)]
-    [3, 3, 3, 4, 8, 8, 8]
-    """
-    return max(3, min(8, cores // 4))
 
 
 class _HashingSink:
