@@ -10,9 +10,9 @@ own pipes - and the parent waits with a timeout, so that a signal recorded meanw
 A result crosses its pipe in one write: a fixed prefix (the sizes), a small pickled header and the raw bytes of its
 arrays (pickle protocol 5, buffers out of band). The parent reads those bytes straight into the arrays it hands on,
 one copy, no unpickling of megabytes; a result that fits the pipe is all there when the parent is woken, so neither
-side waits on the other mid-result. A :class:`Steps` task runs its second step on a thread of the worker while the worker runs the first
-step of its next task (a tokenizer that releases the GIL then overlaps the Python work of the next chunk), and its
-third step back on the worker's own thread.
+side waits on the other mid-result. A :class:`Steps` task runs its second step on a thread of the worker while the
+worker runs the first step of its next task (a tokenizer that releases the GIL then overlaps the Python work of the
+next chunk), and its third step back on the worker's own thread.
 """
 
 from __future__ import annotations
@@ -219,9 +219,9 @@ _PREFIX = struct.Struct("<QQ")  # header bytes, number of out-of-band buffers; t
 
 def _send(conn, message) -> None:
     """The message as one ``writev``: the prefix, a pickled header (the arrays' bytes left out of it), then each
-    array's bytes as they are in memory. Whole results used to go as a header then a write per array: the parent,
-    woken by the header, waited in its read for the rest while the worker waited for a CPU (3.75 ms a chunk of
-    which 0.59 ms reading, the 2-worker recipe build on 2 cores)."""
+    array's bytes as they are in memory. Sent as a header and then array by array, the parent, woken by the header,
+    waits in its read for the rest while the worker waits for a CPU: 3.75 ms a chunk (0.59 ms of it reading)
+    against 1.0 ms in one write, the 2-worker recipe build on 2 cores."""
     buffers: list = []
     header = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
     raws = [buffer.raw() for buffer in buffers]
