@@ -108,8 +108,8 @@ class RowWriter:
         per_row = np.fromiter((len(p) for p in pieces), dtype=np.int32, count=n)
         if all(isinstance(p, Pieces) for p in pieces):  # the packer's rows: their arrays as they are
             ids = [conversation for p in pieces for conversation in p.ids]
-            starts, lengths, offsets = (np.concatenate([getattr(p, f) for p in pieces] or [np.zeros(0, np.int32)])
-                                        .astype(np.int32) for f in ("starts", "lengths", "offsets"))
+            starts, lengths, offsets = (np.concatenate([getattr(p, f) for p in pieces]).astype(np.int32)
+                                        for f in ("starts", "lengths", "offsets"))
         else:
             flat = [p for row_pieces in pieces for p in row_pieces]
             ids = [p.conversation for p in flat]
