@@ -33,7 +33,7 @@ class ChunkResult:
     masks: np.ndarray  # their loss masks (0 at every EOS)
     control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
     seconds: tuple = (0.0, 0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing, masking
-    fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine (the record counts them)
+    fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine alone (the record counts them)
 
     # Pickled (a worker's result crossing its pipe), the masks go as bits: a chunk of 256 synthetic conversations
     # is then 0.89 MB at the median instead of 1.09 MB, within the 1 MiB a pipe holds, so that it goes in one write.

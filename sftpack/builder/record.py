@@ -40,7 +40,7 @@ class BuildStats:
     tail_tokens: int = 0  # tokens of the partial last row once the stream ended (--rows all drops them)
     duplicate_ids: int = 0  # kept conversations whose id an earlier kept one had
     ids_seen: set = field(default_factory=set, repr=False)
-    fast: int = 0  # packed conversations the faster engine (quicktok) encoded; the others, the vocabulary's own
+    fast: int = 0  # packed conversations the faster engine (quicktok) encoded whole; the others, the vocabulary's own in part
     fast_before: int = 0  # of those, in chunks already walked past
 
 
@@ -150,7 +150,8 @@ class BuildRecord(_Section, Mapping):
     eos_token_id: int
     renderer: str
     versions: dict
-    tokenizer_backends: dict | None = None  # engine -> packed conversations it encoded (the tokens are the same)
+    tokenizer_backends: dict | None = None  # engine -> packed conversations it encoded (the tokens are the same); a
+    # conversation counts for the vocabulary's own engine when that engine encoded any of its text
 
     def __getitem__(self, key):
         return self.to_dict()[key]

@@ -128,18 +128,18 @@ class Batch:
     tokens: np.ndarray
     masks: np.ndarray
     errors: dict  # index -> message, for texts that could not be encoded (length 0)
-    fast: np.ndarray | None = None  # per text: encoded by the faster engine (quicktok), else by the vocabulary's own
+    fast: np.ndarray | None = None  # per text: encoded by quicktok alone; else in part by the vocabulary's own engine
 
 
 @dataclass
 class PlannedBatch:
-    """Texts and their spans after :meth:`Vocab.plan_batch`. With ``runs`` None they are encoded one at a time;
-    else ``runs`` (:func:`~sftpack.tokenizers.backend.plan_concatenated`) give the tokens of their concatenation,
+    """Texts and their spans after :meth:`Vocab.plan_batch`. With ``run`` None they are encoded one at a time;
+    else ``run`` (:func:`~sftpack.tokenizers.backend.plan_concatenated`) gives the tokens of their concatenation,
     ``text_start`` each text's first byte in it and ``lo``/``hi`` the supervised byte spans."""
 
     texts: Sequence[str]
     spans: Sequence[Spans]
-    runs: list | None = None
+    run: object | None = None  # a backend Run
     fast: np.ndarray | None = None
     text_start: np.ndarray | None = None
     lo: np.ndarray | None = None
@@ -238,23 +238,21 @@ class TiktokenVocab(Vocab):
         if layout is None:  # a lone surrogate: named per text
             return PlannedBatch(texts, spans)
         text_start, lo, hi, exact = layout
-        runs, fast = plan_concatenated(self.enc, self.fast, texts, joined, exact)
-        return PlannedBatch(texts, spans, runs, fast, text_start, lo, hi)
+        run, fast = plan_concatenated(self.enc, self.fast, texts, joined, exact)
+        return PlannedBatch(texts, spans, run, fast, text_start, lo, hi)
 
     def tokenize_planned(self, plan: PlannedBatch):
-        if plan.runs is None:
+        if plan.run is None:
             return self._one_by_one(plan.texts, plan.spans)
         try:
-            return engine_runs(self.enc, self.fast, plan.runs)
+            return engine_runs(self.enc, self.fast, plan.run)
         except UnicodeEncodeError:
             return self._one_by_one(plan.texts, plan.spans)
 
     def mask_planned(self, plan: PlannedBatch, tokenized) -> Batch:
         if isinstance(tokenized, Batch):
             return tokenized
-        ids = join_runs(plan.runs, tokenized, self.byte_lengths, plan.text_start)
-        if ids is None:
-            return self._one_by_one(plan.texts, plan.spans)  # a token crosses two texts: encode one by one
+        ids = join_runs(plan.run, tokenized)
         lens = self.byte_lengths[ids]
         ends = np.cumsum(lens)
         starts = ends - lens

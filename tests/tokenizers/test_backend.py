@@ -256,13 +256,38 @@ def test_a_batch_split_between_the_engines_gives_each_texts_own_tokens(engines, 
         assert batch.masks[bounds[k]:bounds[k + 1]].tolist() == [0] * header + [1] * (len(expected) - header)
 
 
-def test_runs_whose_token_spans_two_texts_are_refused():
-    """join_runs puts the runs' texts back in order by byte position; a token spanning two texts is refused."""
-    byte_lengths = np.array([1, 2, 3])  # token 0: 1 byte, 1: 2 bytes, 2: 3 bytes
-    quick = backend.Run(None, [""], np.zeros(0, np.uint32), members=np.array([0, 2]))
-    slow = backend.Run(text="", members=np.array([1]))
-    text_start = np.array([0, 3, 4, 5])  # texts of 3, 1 and 1 bytes
-    outputs = [(np.array([1, 0, 0], np.uint32), np.array([0, 3])), np.array([0], np.uint32)]
-    assert backend.join_runs([quick, slow], outputs, byte_lengths, text_start).tolist() == [1, 0, 0, 0]
-    outputs[0] = (np.array([0, 2], np.uint32), np.array([0, 2]))  # token 2 spans texts 0 and 2
-    assert backend.join_runs([quick, slow], outputs, byte_lengths, text_start) is None
+def test_only_the_pieces_with_marks_go_to_tiktoken(engines):
+    """A Qwen3.5 text with a combining mark in one message: that message's text goes to tiktoken, its other pieces
+    to quicktok, and the batch's tokens are still each text's own tiktoken tokens; the text counts for tiktoken."""
+    vocab, enc, fast = engines["qwen3_5"]
+    vocab.use_backend("auto")
+    marked = "<|im_start|>user\nplain<|im_end|>\n<|im_start|>assistant\nx\u0301 y<|im_end|>\n"
+    texts = [marked, MIXED[0], MIXED[3]]
+    plan = vocab.plan_batch(texts, [[] for _ in texts])
+    run = plan.run
+    separator = [t for t, i in fast.special_tokens.items() if i == run.separator][0]
+    # the pieces between special tokens that hold a mark, and nothing else, each followed by the separator
+    assert run.slow_text.split(separator) == ["assistant\nx\u0301 y", "assistant\n\u0301 a mark first", ""]
+    assert [run.pieces[j] for j in run.slow.tolist()] == ["", ""]
+    assert "user\nplain" in run.pieces
+    batch = vocab.encode_planned(plan)
+    assert batch.fast.tolist() == [False, True, False]
+    allowed = frozenset(enc._special_tokens)
+    assert batch.tokens.tolist() == [t for text in texts for t in enc.encode(text, allowed_special=allowed)]
+
+
+def test_join_runs_puts_tiktokens_pieces_back_in_place():
+    """Hand-made engine outputs: tiktoken's pieces first, last, side by side and next to empty pieces land where
+    their text was, between the special tokens."""
+    # text: [S1] a [S2] B [S3] C [S4] d   (upper case: tiktoken's pieces; piece 0 is the empty text before S1)
+    run = backend.Run(None, ["", "a", "", "", "d"], np.array([101, 102, 103, 104], np.uint32),
+                      np.array([2, 3]), "B|C|", 99)
+    quick = (np.array([11, 12, 14], np.uint32), np.array([0, 0, 2, 2, 2, 3]))  # a -> 11 12, d -> 14
+    slow = np.array([21, 99, 31, 32, 99], np.uint32)  # B -> 21, C -> 31 32
+    assert backend.join_runs(run, (quick, slow)).tolist() == [101, 11, 12, 102, 21, 103, 31, 32, 104, 14]
+    # the first piece slow, and the last
+    run = backend.Run(None, ["", "b"], np.array([101], np.uint32), np.array([0, 1]), "A|B|", 99)
+    quick = (np.zeros(0, np.uint32), np.array([0, 0, 0]))
+    assert backend.join_runs(run, (quick, np.array([1, 2, 99, 3, 99], np.uint32))).tolist() == [1, 2, 101, 3]
+    with pytest.raises(ValueError, match="do not end where the pieces end"):
+        backend.join_runs(run, (quick, np.array([1, 2, 99, 3], np.uint32)))

@@ -1,0 +1,95 @@
+"""What one build worker spends per conversation, step by step, for this code and (``--against DIR``) another
+checkout, measured in the same run.
+
+    python benchmarks/worker_stages.py --against /path/to/other/checkout
+    python benchmarks/worker_stages.py --model gpt-oss-20b --conversations 16384 --repeats 5
+
+Reads ``--conversations`` rows of a synthetic Tulu-schema source (``build_bench.py``'s, cached under
+``benchmarks/.cache/``) in the build's permutation order, and runs the worker's three steps on each chunk one after
+the other, in this process (``sftpack.builder.chunks``: read and prepare, the engines' calls, the ids and the mask).
+Prints, best of ``--repeats`` passes, the microseconds per conversation of each step as the build's own timers
+measure them, and the same for the other checkout (a subprocess with that checkout first on ``sys.path``), then
+the ratios this / other. The engines' step is the baseline a step's cost is read against: it is what an exact
+tokenizer cannot avoid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+STEPS = ("read", "prepare", "engines", "finish", "whole")
+
+
+def measure(model: str, source: str, conversations: int, repeats: int) -> dict:
+    import numpy as np
+
+    from sftpack.builder.chunks import finish_chunk, prepare_chunk, tokenize_chunk
+    from sftpack.builder.encode import get_encoder
+    from sftpack.builder.pipeline import CHUNK, permutation
+    from sftpack.builder.source import open_source
+
+    encoder = get_encoder(model)
+    encoder.vocab.use_backend("auto")
+    src = open_source(source)
+    order = permutation(len(src), 42)[:conversations]
+    chunks = [order[i:i + CHUNK] for i in range(0, len(order), CHUNK)]
+    best = None
+    for _ in range(repeats):
+        seconds = np.zeros(4)
+        start = time.perf_counter()
+        for chunk in chunks:
+            result = finish_chunk(encoder, tokenize_chunk(encoder, prepare_chunk(encoder, src, chunk)))
+            seconds += result.seconds
+        row = [*(seconds / len(order) * 1e6), (time.perf_counter() - start) / len(order) * 1e6]
+        best = row if best is None else [min(a, b) for a, b in zip(best, row)]
+    return dict(zip(STEPS, best))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="Qwen3.5-122B-A10B")
+    ap.add_argument("--conversations", type=int, default=16384)
+    ap.add_argument("--source-size", type=int, default=200_000, help="conversations in the synthetic source")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--against", help="another checkout of sftpack (its root) to measure in the same run")
+    ap.add_argument("--cache", default=str(HERE / ".cache"))
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--source", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if args.child:
+        print(json.dumps(measure(args.model, args.source, args.conversations, args.repeats)))
+        return
+    sys.path.insert(0, str(HERE))
+    from build_bench import source_file
+
+    source = source_file(args.source_size, 1, Path(args.cache), os.cpu_count() or 1)
+    runs = {"this": HERE.parent}
+    if args.against:
+        runs["other"] = Path(args.against).resolve()
+    results = {}
+    for name, root in runs.items():  # each in a fresh process, with its own code first on the path
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--model", args.model, "--source", str(source),
+               "--conversations", str(args.conversations), "--repeats", str(args.repeats)]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+        out = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, check=True).stdout
+        results[name] = json.loads(out.strip().splitlines()[-1])
+    print(f"{args.model}, {args.conversations:,} conversations, best of {args.repeats}: microseconds a conversation")
+    print(f"{'':8s}" + "".join(f"{s:>10s}" for s in STEPS) + f"{'(others)/engines':>18s}")
+    for name, r in results.items():
+        python = r["read"] + r["prepare"] + r["finish"]
+        print(f"{name:8s}" + "".join(f"{r[s]:10.1f}" for s in STEPS) + f"{python / r['engines']:18.2f}")
+    if "other" in results:
+        this, other = results["this"], results["other"]
+        print(f"{'ratio':8s}" + "".join(f"{this[s] / other[s]:10.2f}" for s in STEPS) + "   (this / other)")
+
+
+if __name__ == "__main__":
+    main()
