@@ -32,6 +32,7 @@ from sftpack.tokenizers.backend import engine_runs, join_runs, plan_concatenated
 from sftpack.tokenizers.layout import byte_layout
 
 Spans = Sequence[tuple[int, int]]
+NARROW_BYTES = 1 << 31  # a batch of fewer bytes has its byte positions as int32 (TiktokenVocab.mask_planned)
 
 
 class EncodeError(ValueError):
@@ -190,6 +191,7 @@ class TiktokenVocab(Vocab):
         for token, rank in self.special_tokens.items():
             lens[rank] = len(token.encode("utf-8"))
         self.byte_lengths = lens
+        self._byte_lengths32 = lens.astype(np.int32)  # token byte lengths are small
         self._special_re = re.compile("|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True)))
         if long_input is not None and nfc:
             raise ValueError("long_input cutting is only defined for tokenizers without NFC")
@@ -253,19 +255,29 @@ class TiktokenVocab(Vocab):
         if isinstance(tokenized, Batch):
             return tokenized
         ids = join_runs(plan.run, tokenized)
-        lens = self.byte_lengths[ids]
-        ends = np.cumsum(lens)
+        # Byte positions as int32 wherever the batch's bytes allow it (a build's chunk is a few MB): on 256 synthetic
+        # conversations a chunk, the mask took 3.9 µs a conversation against 8.3 µs with int64 positions and
+        # np.bincount (the 2-core machine)
+        text_start, lo, hi = plan.text_start, plan.lo, plan.hi
+        narrow = text_start[-1] < NARROW_BYTES
+        dtype = np.int32 if narrow else np.int64
+        if narrow:
+            text_start, lo, hi = (a.astype(np.int32) for a in (text_start, lo, hi))
+        lens = (self._byte_lengths32 if narrow else self.byte_lengths)[ids]
+        ends = np.cumsum(lens, dtype=dtype)
         starts = ends - lens
         n = len(ids)
         # tokens overlapping [lo, hi): end > lo and start < hi, marked with a difference array
-        first = np.searchsorted(ends, plan.lo, side="right")
-        stop = np.searchsorted(starts, plan.hi, side="left")
+        first = np.searchsorted(ends, lo, side="right")
+        stop = np.searchsorted(starts, hi, side="left")
         keep = stop > first
-        diff = np.bincount(first[keep], minlength=n + 1) - np.bincount(stop[keep], minlength=n + 1)
-        mask = (np.cumsum(diff[:n]) > 0).astype(np.uint8)
-        boundaries = np.searchsorted(starts, plan.text_start, side="left")
+        diff = np.zeros(n + 1, dtype=np.int32)
+        np.add.at(diff, first[keep], 1)
+        np.add.at(diff, stop[keep], -1)
+        mask = (np.cumsum(diff[:n], dtype=np.int32) > 0).view(np.uint8)
+        boundaries = np.searchsorted(starts, text_start, side="left")
         boundaries[-1] = n
-        if not np.array_equal(np.append(starts, ends[-1] if n else 0)[boundaries], plan.text_start):
+        if not np.array_equal(np.append(starts, ends[-1] if n else 0)[boundaries], text_start):
             return self._one_by_one(plan.texts, plan.spans)  # a token crosses two texts: encode one by one
         return Batch(np.diff(boundaries).astype(np.int64), ids, mask, {}, plan.fast)
 

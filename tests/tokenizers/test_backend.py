@@ -291,3 +291,19 @@ def test_join_runs_puts_tiktokens_pieces_back_in_place():
     assert backend.join_runs(run, (quick, np.array([1, 2, 99, 3, 99], np.uint32))).tolist() == [1, 2, 101, 3]
     with pytest.raises(ValueError, match="do not end where the pieces end"):
         backend.join_runs(run, (quick, np.array([1, 2, 99, 3], np.uint32)))
+
+
+def test_wide_byte_positions_give_the_same_batch(engines, monkeypatch):
+    """A batch of 2 GiB or more has its byte positions as int64: the same tokens and mask as with int32."""
+    from sftpack.tokenizers import vocab as vocab_module
+
+    vocab, enc, fast = engines["qwen3_5"]
+    vocab.use_backend("auto")
+    texts = [MIXED[i] for i in (0, 1, 2, 3, 0)]
+    spans = [[(t.find("assistant\n") + 10, len(t))] for t in texts]
+    narrow = vocab.encode_masked_batch(texts, spans)
+    monkeypatch.setattr(vocab_module, "NARROW_BYTES", 0)
+    wide = vocab.encode_masked_batch(texts, spans)
+    assert narrow.masks.sum() > 0 and narrow.masks.dtype == wide.masks.dtype == np.uint8
+    for field in ("lengths", "tokens", "masks"):
+        assert getattr(narrow, field).tolist() == getattr(wide, field).tolist()
