@@ -302,13 +302,15 @@ class _ChunkReader:
         return _ChunkReader(list_offsets, fields, ids)
 
     def __init__(self, list_offsets, fields, ids):
-        self.list_offsets = list_offsets
-        self.fields = fields
-        self.ids = ids
+        # offsets as memoryviews: a slice's tolist() costs less than a numpy slice's (a row read in 15.4 µs against
+        # 17.2 µs, the 2-core machine)
+        self.list_offsets = _ints(list_offsets)
+        self.fields = [(name, _ints(offsets), data) for name, offsets, data in fields]
+        self.ids = None if ids is None else (_ints(ids[0]), ids[1])
         self.names = tuple(name for name, _, _ in fields)
 
     def row(self, k: int):
-        first, last = self.list_offsets[k : k + 2].tolist()
+        first, last = self.list_offsets[k], self.list_offsets[k + 1]
         columns = []
         for _, offsets, data in self.fields:
             bounds = offsets[first : last + 1].tolist()
@@ -318,9 +320,13 @@ class _ChunkReader:
         row_id = None
         if self.ids is not None:
             offsets, data = self.ids
-            a, b = offsets[k : k + 2].tolist()
-            row_id = str(data[a:b], "utf-8")
+            row_id = str(data[offsets[k] : offsets[k + 1]], "utf-8")
         return row_id, messages
+
+
+def _ints(values: np.ndarray) -> memoryview:
+    """A contiguous int32 or int64 array as a memoryview of Python ints."""
+    return memoryview(np.ascontiguousarray(values)).cast("B").cast("q" if values.dtype == np.int64 else "i")
 
 
 _NOT_UTF8 = object()
