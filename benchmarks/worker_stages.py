@@ -7,7 +7,8 @@ checkout, measured in the same run.
 Reads ``--conversations`` rows of a synthetic Tulu-schema source (``build_bench.py``'s, cached under
 ``benchmarks/.cache/``) in the build's permutation order, and runs the worker's three steps on each chunk one after
 the other, in this process (``sftpack.builder.chunks``: read and prepare, the engines' calls, the ids and the mask).
-Prints, best of ``--repeats`` passes, the microseconds per conversation of each step as the build's own timers
+Prints, best of ``--repeats`` passes in each of ``--rounds`` processes per checkout (the checkouts taking
+turns), the microseconds per conversation of each step as the build's own timers
 measure them, and the same for the other checkout (a subprocess with that checkout first on ``sys.path``), then
 the ratios this / other. The engines' step is the baseline a step's cost is read against: it is what an exact
 tokenizer cannot avoid.
@@ -57,7 +58,8 @@ def main() -> None:
     ap.add_argument("--model", default="Qwen3.5-122B-A10B")
     ap.add_argument("--conversations", type=int, default=16384)
     ap.add_argument("--source-size", type=int, default=200_000, help="conversations in the synthetic source")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="passes over the conversations in each process")
+    ap.add_argument("--rounds", type=int, default=3, help="processes per checkout, the checkouts taking turns")
     ap.add_argument("--against", help="another checkout of sftpack (its root) to measure in the same run")
     ap.add_argument("--cache", default=str(HERE / ".cache"))
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -74,14 +76,17 @@ def main() -> None:
     runs = {"this": HERE.parent}
     if args.against:
         runs["other"] = Path(args.against).resolve()
-    results = {}
-    for name, root in runs.items():  # each in a fresh process, with its own code first on the path
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--model", args.model, "--source", str(source),
-               "--conversations", str(args.conversations), "--repeats", str(args.repeats)]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
-        out = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, check=True).stdout
-        results[name] = json.loads(out.strip().splitlines()[-1])
-    print(f"{args.model}, {args.conversations:,} conversations, best of {args.repeats}: microseconds a conversation")
+    results: dict = {}
+    for _ in range(args.rounds):  # the checkouts in turn, each round: a busy spell of the machine hits both
+        for name, root in runs.items():  # each in a fresh process, with its own code first on the path
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--model", args.model, "--source",
+                   str(source), "--conversations", str(args.conversations), "--repeats", str(args.repeats)]
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+            out = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, check=True).stdout
+            got = json.loads(out.strip().splitlines()[-1])
+            results[name] = {k: min(v, results.get(name, got)[k]) for k, v in got.items()}
+    print(f"{args.model}, {args.conversations:,} conversations, best of {args.repeats} passes x {args.rounds} rounds: "
+          "microseconds a conversation")
     print(f"{'':8s}" + "".join(f"{s:>10s}" for s in STEPS) + f"{'(others)/engines':>18s}")
     for name, r in results.items():
         python = r["read"] + r["prepare"] + r["finish"]
