@@ -23,9 +23,9 @@ class RuleMismatch(RuntimeError):
 
 
 def _header_matches(rule: MaskRule, header: str) -> bool:
-    if "{name}" not in rule.header:
+    if rule.header_parts is None:
         return header == rule.header
-    before, after = rule.header.split("{name}", 1)
+    before, after = rule.header_parts
     return header.startswith(before) and header.endswith(after) and len(header) >= len(before) + len(after)
 
 
@@ -54,17 +54,16 @@ def supervised_spans(rendered: Rendered, messages: list, rule: MaskRule) -> list
     """Character spans ``[start, end)`` of ``rendered.text`` that the rule supervises."""
     text = rendered.text
     spans = []
-    tails = [end + rule.after_end_of_turn for end in rule.end_markers]
+    tails, skips = rule.end_tails, rule.skips
     for turn in rendered.turns:
         if turn.role != rule.role:
             continue
-        closed = any(text.startswith(tail, turn.end - len(tail)) for tail in tails)
-        if not _header_matches(rule, text[turn.start : turn.body]) or not closed:
+        if not _header_matches(rule, text[turn.start : turn.body]) or not text.endswith(tails, 0, turn.end):
             raise RuleMismatch(f"rule {rule.name!r} does not fit turn {turn} of the rendered text")
         if not is_supervised_message(messages[turn.message], rule):
             continue
         begin = turn.body
-        for skip in rule.skips:  # the longest skipped text that follows the header
+        for skip in skips:  # the longest skipped text that follows the header
             if text.startswith(skip, begin):
                 begin += len(skip)
                 break

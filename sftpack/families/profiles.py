@@ -11,7 +11,7 @@ rule or offline tokenizer is one line naming the file, the key and what is allow
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from sftpack.base.errors import UsageError
@@ -57,17 +57,29 @@ class MaskRule:
     final_turn_end: str = ""
     path: Path | None = field(default=None, compare=False)  # the rule file (named in messages about it)
 
-    @property
+    # cached: the build reads them for every assistant turn (the values go in the instance's __dict__, which a
+    # frozen dataclass's fields, equality and hash do not look at)
+    @cached_property
     def end_markers(self) -> tuple[str, ...]:
         return (self.end_of_turn,) if isinstance(self.end_of_turn, str) else tuple(self.end_of_turn)
 
-    @property
+    @cached_property
+    def end_tails(self) -> tuple[str, ...]:
+        """Each end marker followed by the separator: what ends an assistant turn."""
+        return tuple(end + self.after_end_of_turn for end in self.end_markers)
+
+    @cached_property
+    def header_parts(self) -> tuple[str, str] | None:
+        """The header's text before and after ``{name}``; None for a header without it."""
+        return tuple(self.header.split("{name}", 1)) if "{name}" in self.header else None
+
+    @cached_property
     def skips(self) -> tuple[str, ...]:
         """The skipped texts, longest first."""
         skips = (self.skip_after_header,) if isinstance(self.skip_after_header, str) else self.skip_after_header
         return tuple(sorted((s for s in skips if s), key=len, reverse=True))
 
-    @property
+    @cached_property
     def markers(self) -> tuple[str, ...]:
         """The fixed texts the rule relies on (header pieces around ``{name}``, the skipped texts, the end
         markers): content holding one of them is counted as control text."""
