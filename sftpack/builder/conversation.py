@@ -79,7 +79,7 @@ def check_messages(messages) -> list[dict]:
                 raise Skip("step_loss_mask_invalid", f"messages[{i}].step_loss_mask is {flag!r}")
             kept["step_loss_mask"] = flag
         clean.append(kept)
-    roles = {m["role"] for m in clean}
+    roles = [m["role"] for m in clean]
     if "user" not in roles:
         raise Skip("no_user_message", "no message has role 'user'")
     if "assistant" not in roles:

@@ -18,7 +18,7 @@ message of the conversation, which ends in ``<|return|>`` (what the model emits 
 from __future__ import annotations
 
 import datetime
-from functools import partial
+from functools import lru_cache, partial
 
 from sftpack.families.family import Family, TemplateOption
 from sftpack.families.render import Rendered, TemplateError, TurnWriter
@@ -27,9 +27,10 @@ from sftpack.tokenizers.registry import OfflineTokenizer
 START, MESSAGE, END, RETURN = "<|start|>", "<|message|>", "<|end|>", "<|return|>"
 FINAL = "<|channel|>final<|message|>"
 DEFAULT_IDENTITY = "You are ChatGPT, a large language model trained by OpenAI."
-_CHANNEL_TAGS = ("<|channel|>analysis<|message|>", FINAL)
+_CHANNEL_TAGS = ("<|channel|>analysis<|message|>", FINAL)  # both hold <|channel|>
 
 
+@lru_cache(maxsize=16)  # the same for every conversation of a build
 def system_message(date: str, reasoning_effort: str = "medium", model_identity: str = DEFAULT_IDENTITY) -> str:
     """The system message the template writes before every conversation (no tools, no builtin tools)."""
     return (f"{START}system{MESSAGE}{model_identity}\nKnowledge cutoff: 2024-06\nCurrent date: {date}\n\n"
@@ -66,7 +67,7 @@ def render(messages: list, date: str, reasoning_effort: str = "medium") -> Rende
     for index in range(first, len(messages)):
         role, content = messages[index]["role"], messages[index]["content"]
         if role == "assistant":
-            if any(tag in content for tag in _CHANNEL_TAGS):
+            if "<|channel|>" in content and any(tag in content for tag in _CHANNEL_TAGS):
                 raise TemplateError("You have passed a message containing <|channel|> tags in the content field.")
             emit(index, role, START + "assistant", FINAL + content + (RETURN if index == last else END))
         elif role == "user":
