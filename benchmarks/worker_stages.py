@@ -7,12 +7,12 @@ checkout, measured in the same run.
 Reads ``--conversations`` rows of a synthetic Tulu-schema source (``build_bench.py``'s, cached under
 ``benchmarks/.cache/``) in the build's permutation order, and runs the worker's three steps on each chunk one after
 the other, in this process (``sftpack.builder.chunks``: read and prepare, the engines' calls, the ids and the mask).
-Prints, best of ``--repeats`` passes in each of ``--rounds`` processes per checkout (the checkouts taking
-turns), the microseconds per conversation of each step as the build's own timers
-measure them, and the same for the other checkout (a subprocess with that checkout first on ``sys.path``), then
-the ratios this / other; ``cpu`` is the process's CPU time for the whole pass (on a shared machine, steadier than
-the wall clock, which also counts time other tenants took). The engines' step is the baseline a step's cost is read against: it is what an exact
-tokenizer cannot avoid.
+Prints, best of ``--repeats`` passes in each of ``--rounds`` processes per checkout (the checkouts taking turns),
+the microseconds per conversation of each step as the build's own timers measure them, the whole pass by the wall
+clock and by the process's CPU time, the same for the other checkout (a subprocess with that checkout first on
+``sys.path``), then the ratios this / other. The engines' step is the baseline the others are read against: it is
+what an exact tokenizer cannot avoid. On a shared machine a step of unchanged code moves by up to 10% from run to
+run (``benchmarks/results/worker_stages_2core.txt``): read only larger ratios as a change's.
 """
 
 from __future__ import annotations
@@ -57,13 +57,13 @@ def measure(model: str, source: str, conversations: int, repeats: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", default="Qwen3.5-122B-A10B")
-    ap.add_argument("--conversations", type=int, default=16384)
+    ap.add_argument("--model", default="Qwen3.5-122B-A10B", help="the profile whose worker is measured")
+    ap.add_argument("--conversations", type=int, default=16384, help="conversations a pass encodes")
     ap.add_argument("--source-size", type=int, default=200_000, help="conversations in the synthetic source")
     ap.add_argument("--repeats", type=int, default=3, help="passes over the conversations in each process")
     ap.add_argument("--rounds", type=int, default=3, help="processes per checkout, the checkouts taking turns")
     ap.add_argument("--against", help="another checkout of sftpack (its root) to measure in the same run")
-    ap.add_argument("--cache", default=str(HERE / ".cache"))
+    ap.add_argument("--cache", default=str(HERE / ".cache"), help="where the synthetic source is kept")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--source", help=argparse.SUPPRESS)
     args = ap.parse_args()

@@ -40,7 +40,7 @@ class BuildStats:
     tail_tokens: int = 0  # tokens of the partial last row once the stream ended (--rows all drops them)
     duplicate_ids: int = 0  # kept conversations whose id an earlier kept one had
     ids_seen: set = field(default_factory=set, repr=False)
-    fast: int = 0  # packed conversations the faster engine (quicktok) encoded whole; the others, the vocabulary's own in part
+    fast: int = 0  # packed conversations quicktok encoded whole; the vocabulary's own engine encoded some of the others
     fast_before: int = 0  # of those, in chunks already walked past
 
 

@@ -124,7 +124,8 @@ class QuicktokEncoding:
     def pieces_of(self, parts: list[str]) -> tuple[list[str], np.ndarray]:
         """:meth:`split_parts`' output as :meth:`split_specials` gives it."""
         specials = parts[1::2]
-        return parts[0::2], np.fromiter(map(self.special_tokens.__getitem__, specials), dtype=np.uint32, count=len(specials))
+        ids = np.fromiter(map(self.special_tokens.__getitem__, specials), dtype=np.uint32, count=len(specials))
+        return parts[0::2], ids
 
     def encode_split(self, pieces: list[str], special_ids: np.ndarray) -> np.ndarray:
         """Token ids (int32) of what :meth:`split_specials` gave: one call for all the ordinary text, which
