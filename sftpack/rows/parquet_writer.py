@@ -6,10 +6,12 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
+import signal
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -84,16 +86,18 @@ class RowWriter:
         first = self.rows - len(self._pending)
         rows = self._pending
         self._pending = []
-        if self._thread is None:
-            # The GIL passes to a waiting thread only every switch interval (5 ms by default): the writer, which
-            # needs it for a moment between GIL-free calls, would otherwise idle behind the packing thread.
-            self._switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
-            self._compressors = ThreadPoolExecutor(self.COMPRESSORS, thread_name_prefix="sftpack-compress")
-            self._thread = threading.Thread(target=self._run, name="sftpack-writer", daemon=True)
-            self._thread.start()
+        with _signals_held():  # the writer's thread and the compressors' start here
+            if self._thread is None:
+                # The GIL passes to a waiting thread only every switch interval (5 ms by default): the writer, which
+                # needs it for a moment between GIL-free calls, would otherwise idle behind the packing thread.
+                self._switch_interval = sys.getswitchinterval()
+                sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
+                self._compressors = ThreadPoolExecutor(self.COMPRESSORS, thread_name_prefix="sftpack-compress")
+                self._thread = threading.Thread(target=self._run, name="sftpack-writer", daemon=True)
+                self._thread.start()
+            future = self._compressors.submit(self._compress, rows, first)
         t = time.perf_counter()
-        self._queue.put(self._compressors.submit(self._compress, rows, first))
+        self._queue.put(future)
         self.timings["wait_s"] += time.perf_counter() - t
         self._raise_if_failed()
 
@@ -202,6 +206,24 @@ class RowWriter:
         os.fsync(self._file.fileno())
         self._file.close()
         return self._file_hash.hexdigest(), self._stitcher.position
+
+
+_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM held back in this thread, and delivered on leaving, while threads start: a signal handler
+    that raises (a build's) inside ``Thread.start()`` leaves a thread that is neither started nor stopped, which
+    the build's abort cannot join. Threads started here keep them blocked: signals go to the caller's thread."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class _HashingSink:

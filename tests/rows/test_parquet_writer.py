@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import os
+import signal
 import sys
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -138,3 +141,34 @@ def test_footer_thrift_round_trip_and_stitching_of_other_files(tmp_path):
     with pytest.raises(ValueError, match="page indexes"):
         Stitcher(open(tmp_path / "x.parquet", "wb"), schema, options).add(
             part(table.slice(0, 10), schema, {**options, "write_page_index": True}))
+
+
+def test_a_signal_while_the_writer_starts_its_threads_is_raised_once_they_run(tmp_path, monkeypatch):
+    """SIGINT arriving inside Thread.start() (a build's handler raises): the writer's threads start whole, the
+    interruption reaches the caller after that, and abort then stops them cleanly."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    original = threading.Thread.start
+    starts = []
+
+    def start(self):  # the signal lands while the thread starts
+        starts.append(self.name)
+        os.kill(os.getpid(), signal.SIGINT)
+        original(self)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    writer = RowWriter(tmp_path / "x.parquet", WIDTH, "t")
+    try:
+        monkeypatch.setattr(threading.Thread, "start", start)
+        with pytest.raises(KeyboardInterrupt):
+            for row in make_rows(ROWS_PER_GROUP):
+                writer.write(row)
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGINT, previous)
+    assert starts and all(name.startswith("sftpack-") for name in starts)
+    thread = writer._thread
+    assert thread.is_alive()
+    writer.abort()  # joins the writer's thread and the compressors'
+    assert not thread.is_alive() and writer._thread is None
