@@ -359,6 +359,14 @@ class Pieces(Sequence):
     def __init__(self, ids: list, starts: np.ndarray, lengths: np.ndarray, offsets: np.ndarray):
         self.ids, self.starts, self.lengths, self.offsets = ids, starts, lengths, offsets
 
+    @classmethod
+    def of(cls, pieces: Sequence[Piece]) -> "Pieces":
+        """``pieces`` (:class:`Piece` objects, or already Pieces) as Pieces."""
+        if isinstance(pieces, Pieces):
+            return pieces
+        numbers = [np.array([getattr(p, f) for p in pieces], dtype=np.int64) for f in ("start", "length", "offset")]
+        return cls([p.conversation for p in pieces], *numbers)
+
     def __len__(self) -> int:
         return len(self.ids)
 

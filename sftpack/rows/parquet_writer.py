@@ -108,18 +108,11 @@ class RowWriter:
         # one contiguous buffer per column, shared zero-copy with Arrow (no bytes object per row)
         tokens = np.stack([r.tokens for r in rows]).astype("<i4", copy=False)
         masks = np.stack([r.loss_mask for r in rows])
-        pieces = [r.pieces for r in rows]
-        per_row = np.fromiter((len(p) for p in pieces), dtype=np.int32, count=n)
-        if all(isinstance(p, Pieces) for p in pieces):  # the packer's rows: their arrays as they are
-            ids = [conversation for p in pieces for conversation in p.ids]
-            starts, lengths, offsets = (np.concatenate([getattr(p, f) for p in pieces]).astype(np.int32)
-                                        for f in ("starts", "lengths", "offsets"))
-        else:
-            flat = [p for row_pieces in pieces for p in row_pieces]
-            ids = [p.conversation for p in flat]
-            starts = np.fromiter((p.start for p in flat), np.int32, len(flat))
-            lengths = np.fromiter((p.length for p in flat), np.int32, len(flat))
-            offsets = np.fromiter((p.offset for p in flat), np.int32, len(flat))
+        pieces = [Pieces.of(r.pieces) for r in rows]  # the packer's rows have them as arrays already
+        per_row = np.fromiter(map(len, pieces), dtype=np.int32, count=n)
+        ids = [conversation for p in pieces for conversation in p.ids]
+        starts, lengths, offsets = (np.concatenate([getattr(p, f) for p in pieces]).astype(np.int32)
+                                    for f in ("starts", "lengths", "offsets"))
         # Arrays from buffers, not pa.array(): that one imports pandas on first use (a second or more of start-up)
         columns = {
             "tokens": _fixed_binary(tokens, n, width * 4),
