@@ -10,7 +10,7 @@ and checks the sha256 again itself, so the encoding is tiktoken's own ``o200k_ha
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import os
 import struct
@@ -18,6 +18,8 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from sftpack.base.errors import UsageError
 
@@ -42,18 +44,32 @@ def quicktok_vocab_path() -> Path:
 
 
 def tiktoken_lines(vocab: bytes) -> bytes:
-    """quicktok's binary vocabulary as tiktoken's rank file: ``base64(token) rank`` lines in rank order."""
+    """quicktok's binary vocabulary as tiktoken's rank file: ``base64(token) rank`` lines in rank order.
+
+    >>> tiktoken_lines(bytes.fromhex("02000000" "0200616201000000" "0100" "61" "00000000"))
+    b'YQ== 0\\nYWI= 1\\n'
+    """
     (count,) = struct.unpack_from("<I", vocab, 0)
-    position, tokens = 4, []
-    for _ in range(count):
-        (length,) = struct.unpack_from("<H", vocab, position)
-        token = vocab[position + 2 : position + 2 + length]
-        (rank,) = struct.unpack_from("<I", vocab, position + 2 + length)
-        position += 6 + length
-        tokens.append((rank, token))
+    starts, position = [], 4
+    try:  # the records' positions: one length each to read, in order (the rest is read with numpy)
+        for _ in range(count):
+            starts.append(position)
+            position += 6 + (vocab[position] | vocab[position + 1] << 8)
+    except IndexError:
+        raise ValueError(f"the file ends inside token {len(starts) - 1} of {count}") from None
     if position != len(vocab):
         raise ValueError(f"{len(vocab) - position} bytes left after {count} tokens")
-    return b"".join(base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for rank, token in sorted(tokens))
+    data = np.frombuffer(vocab, dtype=np.uint8)
+    first = np.array(starts, dtype=np.int64)
+    length = data[first].astype(np.int64) | data[first + 1].astype(np.int64) << 8
+    at = first + 2 + length
+    rank = sum(data[at + k].astype(np.int64) << (8 * k) for k in range(4))
+    order = np.argsort(rank, kind="stable")
+    if len(order) > 1 and not (np.diff(rank[order]) > 0).all():
+        raise ValueError("a rank is given to two tokens")
+    b64 = binascii.b2a_base64
+    return b"".join(b64(vocab[s + 2 : s + 2 + n], newline=False) + b" %d\n" % r
+                    for s, n, r in zip(first[order].tolist(), length[order].tolist(), rank[order].tolist()))
 
 
 def derive_o200k_base(expected_sha256: str) -> DerivedRankFile:
