@@ -206,17 +206,28 @@ _HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @contextmanager
 def _signals_held():
-    """SIGINT and SIGTERM held back in this thread, and delivered on leaving, while threads start: a signal handler
-    that raises (a build's) inside ``Thread.start()`` leaves a thread that is neither started nor stopped, which
-    the build's abort cannot join. Threads started here keep them blocked: signals go to the caller's thread."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS)
+    """SIGINT and SIGTERM held back while threads start, and delivered on leaving: a signal handler that raises (a
+    build's) inside ``Thread.start()`` leaves a thread that is neither started nor stopped, which the build's abort
+    cannot join. Two holds, because blocking a signal in this thread does not keep it from the process: another
+    thread that has it unblocked takes it, and Python still runs the handler here, at once. So on the main thread
+    (the only one Python runs handlers on) the handlers are swapped for ones that only record the signal, raised
+    again on leaving; and the signals are blocked in this thread, so that the threads started here inherit the
+    block and signals go to the main thread."""
+    handlers, recorded = {}, []
+    if threading.current_thread() is threading.main_thread():
+        for signum in _HELD_SIGNALS:
+            if signal.getsignal(signum) is not None:  # None: a handler not set from Python, which cannot be put back
+                handlers[signum] = signal.signal(signum, lambda number, frame: recorded.append(number))
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS) if hasattr(signal, "pthread_sigmask") else None
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        if previous is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held pending runs the handler now
+        for signum in recorded:
+            signal.raise_signal(signum)
 
 
 class _HashingSink:

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -143,18 +144,29 @@ def test_footer_thrift_round_trip_and_stitching_of_other_files(tmp_path):
             part(table.slice(0, 10), schema, {**options, "write_page_index": True}))
 
 
-def test_a_signal_while_the_writer_starts_its_threads_is_raised_once_they_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("other_thread", [False, True])
+def test_a_signal_while_the_writer_starts_its_threads_is_raised_once_they_run(tmp_path, monkeypatch, other_thread):
     """SIGINT arriving inside Thread.start() (a build's handler raises): the writer's threads start whole, the
-    interruption reaches the caller after that, and abort then stops them cleanly."""
+    interruption reaches the caller after that, and abort then stops them cleanly. Also when another thread, one
+    that does not block the signal, takes it: Python then runs the handler on the main thread all the same."""
     def handler(signum, frame):
         raise KeyboardInterrupt
+
+    if other_thread:
+        release = threading.Event()
+        bystander = threading.Thread(target=release.wait, daemon=True)
+        bystander.start()
 
     original = threading.Thread.start
     starts = []
 
     def start(self):  # the signal lands while the thread starts
         starts.append(self.name)
-        os.kill(os.getpid(), signal.SIGINT)
+        if other_thread:  # taken by the other thread, whose handler call reaches the main thread at once
+            signal.pthread_kill(bystander.ident, signal.SIGINT)
+            time.sleep(0.05)
+        else:
+            os.kill(os.getpid(), signal.SIGINT)
         original(self)
 
     previous = signal.signal(signal.SIGINT, handler)
@@ -167,6 +179,9 @@ def test_a_signal_while_the_writer_starts_its_threads_is_raised_once_they_run(tm
     finally:
         monkeypatch.undo()
         signal.signal(signal.SIGINT, previous)
+        if other_thread:
+            release.set()
+            bystander.join()
     assert starts and all(name.startswith("sftpack-") for name in starts)
     thread = writer._thread
     assert thread.is_alive()

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from sftpack.tokenizers import backend
-from sftpack.tokenizers.backend import quicktok_for, unsafe_table
+from sftpack.tokenizers.backend import quicktok_for
+from sftpack.tokenizers.code_points import unsafe_table
 
 pytest.importorskip("quicktok")
 
@@ -323,15 +324,3 @@ def test_the_ranks_file_is_quicktoks_own_writers(engines, family, tmp_path):
     backend.write_vocab(str(tmp_path / "small2.vocab"), shuffled)
     assert (tmp_path / "small2.vocab").read_bytes() == (tmp_path / "small.vocab").read_bytes()
 
-
-def test_the_unsafe_table_fills_the_planes_it_meets_with_the_whole_tables_values():
-    for marks in (False, True):
-        whole = unsafe_table(marks)
-        table = backend.UnsafeTable(marks)
-        assert table.filled.tolist() == [True] + [False] * 16
-        emoji = np.array([0x41, 0x1F600, 0x301], dtype=np.uint32)
-        assert table[emoji].tolist() == whole[emoji].tolist() == [False, False, marks]
-        assert np.flatnonzero(table.filled).tolist() == [0, 1]
-        every = np.arange(0x110000, dtype=np.uint32)
-        assert np.array_equal(table[every], whole)
-        assert table.filled.all()
