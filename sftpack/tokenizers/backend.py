@@ -312,8 +312,8 @@ def _load(encoding, scanner: str):
     try:
         name = "sftpack"
         # quicktok's own writer for the small files (the special tokens, the scanner); the ranks' file, its own
-        # format, written by write_vocab: 0.03 s against 0.24 s for Qwen3.5's 248k ranks (the 2-core machine),
-        # part of every build's start-up
+        # format, written by write_vocab: 0.12-0.16 s against 0.24-0.38 s for Qwen3.5's 248k ranks (4 runs each,
+        # the 2-core machine), part of every build's start-up
         _import_core.write_files(directory, name, {}, encoding._special_tokens, scanner, False)
         write_vocab(os.path.join(directory, name + ".vocab"), encoding._mergeable_ranks)
         _import_core.ensure_tables(directory, os.path.join(os.path.dirname(quicktok.__file__), "data"), scanner, False)
