@@ -25,30 +25,34 @@ def generated_id(k: int) -> str:
     return f"{RESERVED_ID_PREFIX}source-row-{k}"
 
 
-def source_id(value, k: int, where: str, name: str | None = None) -> "str | RowError":
+def source_id(value, k: int, where: str | None = None, name: str | None = None) -> "str | RowError":
     """The id a row's ``id`` value gives: a string as is, an integer in decimal, :func:`generated_id` when
     absent or null; a :class:`RowError` for anything else (a bool, float, list, object: ``id_not_string``), for
     a string under :data:`RESERVED_ID_PREFIX` (``id_reserved``) and for one holding a lone surrogate
-    (``invalid_unicode``). ``where`` names the row in the detail and ``name`` (default: the generated id) in
-    ``--strict``'s message.
+    (``invalid_unicode``). ``where`` names the row in the detail (default: ``row K``, written only for an error: a
+    source reads its ids in its hot loop) and ``name`` (default: the generated id) in ``--strict``'s message.
 
-    >>> source_id(7, 3, "row 3"), source_id(None, 3, "row 3")
+    >>> source_id(7, 3), source_id(None, 3, "row 3")
     ('7', 'sftpack:source-row-3')
     >>> source_id("sftpack:source-row-9", 3, "row 3").reason
     'id_reserved'
     """
     if value is None:
         return generated_id(k)
-    if isinstance(value, str):
-        if value.startswith(RESERVED_ID_PREFIX):
-            return RowError("id_reserved", f"{where}: the id {value[:60]!r} starts with {RESERVED_ID_PREFIX!r}, "
-                            "which sftpack keeps for the ids it gives rows without one", name or generated_id(k))
-        if lone_surrogate(value) is not None:  # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
-            return RowError("invalid_unicode", f"{where}: the id holds a lone surrogate", name or generated_id(k))
+    # the common ids first, before any message is written (an ASCII string cannot hold a surrogate)
+    if isinstance(value, str) and not value.startswith(RESERVED_ID_PREFIX) and (
+            value.isascii() or lone_surrogate(value) is None):
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return RowError("id_not_string", f"{where}: the id is {_a(json_type(value))}", name or generated_id(k))
+    where, name = where or f"row {k}", name or generated_id(k)
+    if not isinstance(value, str):
+        return RowError("id_not_string", f"{where}: the id is {_a(json_type(value))}", name)
+    if value.startswith(RESERVED_ID_PREFIX):
+        return RowError("id_reserved", f"{where}: the id {value[:60]!r} starts with {RESERVED_ID_PREFIX!r}, "
+                        "which sftpack keeps for the ids it gives rows without one", name)
+    # JSON can escape a lone surrogate; Arrow (the rows file) cannot hold it
+    return RowError("invalid_unicode", f"{where}: the id holds a lone surrogate", name)
 
 
 class SourceChanged(UsageError):

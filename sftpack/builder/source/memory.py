@@ -25,7 +25,7 @@ class ListSource(Source):
             if not isinstance(row, dict):
                 out.append(RowError("row_not_object", f"row {k} is a {type(row).__name__}", generated_id(k)))
                 continue
-            rid = source_id(row.get("id"), k, f"row {k}")
+            rid = source_id(row.get("id"), k)
             if isinstance(rid, RowError):
                 out.append(rid)
                 continue

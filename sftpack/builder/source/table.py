@@ -13,8 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sftpack.base.errors import UsageError
-from sftpack.builder.source.base import (RESERVED_ID_PREFIX, RowError, Source, SourceChanged, SourceInfo, generated_id,
-                                         source_id)
+from sftpack.builder.source.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
 from sftpack.builder.source.huggingface import load_hub
 from sftpack.builder.source.sharegpt import missing_column, sharegpt_table
 from sftpack.families.profiles import TULU_REPO
@@ -114,9 +113,7 @@ class TableSource(Source):
 def _table_row(pair, k: int):
     if pair is _NOT_UTF8:
         return RowError("invalid_unicode", f"row {k}: a string is not valid UTF-8", generated_id(k))
-    if type(pair[0]) is str and not pair[0].startswith(RESERVED_ID_PREFIX):
-        return pair  # source_id's answer for a string decoded from Arrow (UTF-8: no lone surrogate), in one test
-    rid = source_id(pair[0], k, f"row {k}")
+    rid = source_id(pair[0], k)
     return rid if isinstance(rid, RowError) else (rid, pair[1])
 
 
@@ -318,8 +315,9 @@ class _ChunkReader:
         for _, offsets, data in self.fields:
             bounds = offsets[first : last + 1].tolist()
             columns.append([str(data[a:b], "utf-8") for a, b in zip(bounds, bounds[1:])])
-        # Tulu's role and content as a dict display, not dict(zip()); with _table_row's one test for a plain id, a row
-        # was read in 14.9 µs against 18.2 µs (median of 7 passes over 8,192 rows, the 2-core machine)
+        # Tulu's role and content as a dict display, not dict(zip()); with source_id's short path for an ASCII id, a
+        # row was read in 15.7-17.6 µs against 16.7-20.0 µs (three processes each, in turns, the median of 7 passes
+        # over 8,192 rows in each; the 2-core machine)
         if len(columns) == 2:
             first_name, second_name = self.names
             messages = [{first_name: a, second_name: b} for a, b in zip(*columns)]
