@@ -15,8 +15,8 @@ def byte_layout(texts, spans, ascii_only: bool, fast):
     """Where the texts and their supervised spans lie in the UTF-8 bytes of their concatenation: each text's first
     byte (and the total), the spans' byte bounds ``lo``/``hi`` (empty spans dropped) and, with ``fast`` (quicktok),
     per text whether it may encode it; None when a text holds a lone surrogate. The non-ASCII texts are looked at
-    together: one UTF-32 copy of them and a cumulative sum of each character's UTF-8 width, where text by text it
-    took three encodings and a prefix encoding per span."""
+    together: one UTF-32 copy of them and a running sum of the bytes their non-ASCII characters add, where text by
+    text it took three encodings and a prefix encoding per span."""
     n = len(texts)
     text_bytes = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     flat = [(i, a, b) for i, text_spans in enumerate(spans) for a, b in text_spans if b > a]
@@ -25,23 +25,29 @@ def byte_layout(texts, spans, ascii_only: bool, fast):
     wide = [] if ascii_only else [i for i, text in enumerate(texts) if not text.isascii()]
     if wide:
         points = np.frombuffer("".join(texts[i] for i in wide).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        if ((points >= 0xD800) & (points <= 0xDFFF)).any():
-            return None
         starts = np.zeros(len(wide) + 1, dtype=np.int64)
         np.cumsum(text_bytes[wide], out=starts[1:])  # character positions: text_bytes still counts characters
-        width = 1 + (points >= 0x80).astype(np.uint8) + (points >= 0x800) + (points >= 0x10000)
-        byte_at = np.zeros(len(points) + 1, dtype=np.int64)
-        np.cumsum(width, out=byte_at[1:])
+        # Past one comparison, only the non-ASCII characters are looked at (5% of the characters of 8,192 synthetic
+        # conversations): the UTF-8 bytes they add, summed, carry a character position to its byte position. The
+        # layout took 4.2-6.2 µs a conversation, against 6.1-9.5 µs with a width and a running sum for every
+        # character (Qwen3.5's renders of those conversations, 10 rounds in turns, median ratio 0.68; 2-core machine)
+        at = np.flatnonzero(points >= 0x80)
+        high = points[at]
+        if ((high >= 0xD800) & (high <= 0xDFFF)).any():
+            return None
+        extra = np.zeros(len(at) + 1, dtype=np.int64)  # extra bytes before the k-th non-ASCII character
+        np.cumsum(1 + (high >= 0x800).astype(np.int64) + (high >= 0x10000), out=extra[1:])
         if fast is not None:
-            exact[wide] = fast.exact_points(points, starts)
+            exact[wide] = fast.exact_points(points, starts, at)
         position = np.full(n, -1, dtype=np.int64)
         position[wide] = np.arange(len(wide))
         k = position[index]
         inside = k >= 0
         base = starts[k[inside]]
-        lo[inside] = byte_at[base + lo[inside]] - byte_at[base]
-        hi[inside] = byte_at[base + hi[inside]] - byte_at[base]
-        text_bytes[wide] = np.diff(byte_at[starts])
+        base_extra = extra[np.searchsorted(at, base)]
+        lo[inside] += extra[np.searchsorted(at, base + lo[inside])] - base_extra
+        hi[inside] += extra[np.searchsorted(at, base + hi[inside])] - base_extra
+        text_bytes[wide] += np.diff(extra[np.searchsorted(at, starts)])
     text_start = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(text_bytes, out=text_start[1:])
     return text_start, text_start[index] + lo, text_start[index] + hi, exact

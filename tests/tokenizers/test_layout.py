@@ -19,7 +19,9 @@ class Marks:
     unsafe = np.zeros(0x110000, dtype=bool)
     unsafe[0x301] = True
 
-    def exact_points(self, points, starts):
+    def exact_points(self, points, starts, wide=None):
+        # byte_layout hands over where the non-ASCII characters are: exactly there
+        assert wide is None or wide.tolist() == [i for i, p in enumerate(points.tolist()) if p >= 0x80]
         bad = np.concatenate(([0], np.cumsum(self.unsafe[points])))
         return bad[starts[1:]] == bad[starts[:-1]]
 
