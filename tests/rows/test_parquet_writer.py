@@ -82,6 +82,42 @@ def test_background_writer_writes_the_inline_file(tmp_path, n, pieces):
     assert sys.getswitchinterval() == interval  # lowered while the thread ran, then restored
 
 
+@pytest.mark.parametrize("advice", ["kept", "refused", "missing"])
+def test_writeback_is_asked_for_each_stretch_of_the_file_once_and_changes_no_byte(tmp_path, monkeypatch, advice):
+    """The writer hands what it has written to the kernel's writeback as it goes (so that the fsync at the end has
+    little left to write): consecutive stretches of the file, once each, all of them already in the file; a file
+    system that refuses the advice, or a platform without it, gets the same file."""
+    import sftpack.rows.parquet_writer as parquet_writer
+
+    calls = []
+
+    def fadvise(fd, offset, length, how):
+        calls.append((offset, length, os.fstat(fd).st_size, how))
+        if advice == "refused":
+            raise OSError(errno.ESPIPE, "Illegal seek")
+
+    monkeypatch.setattr(parquet_writer, "WRITEBACK_BYTES", 20_000)
+    if advice == "missing":
+        monkeypatch.delattr(os, "posix_fadvise", raising=False)
+    else:
+        monkeypatch.setattr(os, "posix_fadvise", fadvise)
+    rows = make_rows(64 * 6 + 5)
+    writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
+    for row in rows:
+        writer.write(row)
+    writer.close()
+    inline_file(tmp_path / "b.parquet", rows, "b")
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+    if advice == "missing":
+        assert calls == []
+        return
+    assert len(calls) >= 3 and calls[0][0] == 0
+    for (offset, length, size, how), following in zip(calls, calls[1:] + [None]):
+        assert how == os.POSIX_FADV_DONTNEED and length >= 20_000 and offset + length <= size
+        if following is not None:
+            assert following[0] == offset + length
+
+
 def test_no_rows_is_the_empty_file(tmp_path):
     writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
     sha, size = writer.close()
