@@ -27,12 +27,13 @@ SWITCH_INTERVAL_S = 0.0005  # while the writer thread runs (see RowWriter._flush
 ROWS_PER_GROUP = 64  # ~2.6 MB of tokens per row group at 8,192 tokens: the trainer reads a batch in a few groups
 
 
-# Fixed writer options: the file's bytes depend only on the rows and the pyarrow version.
 # The file's bytes are handed to the kernel's writeback every this many bytes, so that the fsync at the end waits for
 # the last of them only: a machine with memory to spare holds a whole build's output as dirty pages (the kernel
-# starts on its own at 10% of memory or after 30 s), and the one fsync then wrote all of it after the last row.
+# starts on its own at 10% of memory or after 30 s), and the one fsync then wrote all of it after the last row
+# (a 16-worker `--rows all` build's close took 0.50-0.53 s on the 16-core host, and 0.06-0.08 s with this).
 WRITEBACK_BYTES = 64 << 20
 
+# Fixed writer options: the file's bytes depend only on the rows and the pyarrow version.
 WRITER_OPTIONS = dict(
     compression="zstd",
     compression_level=3,
