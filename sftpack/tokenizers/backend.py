@@ -79,7 +79,7 @@ class QuicktokEncoding:
     ``encode_to_numpy(text)`` equals tiktoken's ``encode_to_numpy(text, allowed_special=<all>)`` and
     ``encode_ordinary(text)`` tiktoken's ``encode_ordinary(text)`` for every text :meth:`exact` accepts."""
 
-    def __init__(self, tokenizer, special_tokens: dict[str, int], unsafe: "UnsafeTable | np.ndarray"):
+    def __init__(self, tokenizer, special_tokens: dict[str, int], unsafe: UnsafeTable):
         self.tokenizer = tokenizer
         self.special_tokens = special_tokens
         self.unsafe = unsafe  # indexed by code points: True where a text holding one must go to tiktoken

@@ -9,24 +9,14 @@ code point, from this Python's Unicode database.
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
 
 import numpy as np
 
 
-@lru_cache(maxsize=2)
-def unsafe_table(marks: bool) -> np.ndarray:
-    """Per code point, True where a text holding it goes to tiktoken: unassigned in this Python's Unicode
-    database (``Cn``; the engines' Unicode versions differ there), a surrogate (``Cs``) and, with ``marks``, a
-    combining mark (``Mn``, ``Mc``, ``Me``). A build looks code points up in :class:`UnsafeTable`, which fills the
-    same values a plane at a time."""
-    table = UnsafeTable(marks)
-    table.fill(range(17))
-    return table.table
-
-
 class UnsafeTable:
-    """:func:`unsafe_table` with each plane (65,536 code points) computed the first time one of its code points is
+    """Per code point, True where a text holding it goes to tiktoken: unassigned in this Python's Unicode database
+    (``Cn``; the engines' Unicode versions differ there), a surrogate (``Cs``) and, with ``marks``, a combining mark
+    (``Mn``, ``Mc``, ``Me``). Each plane (65,536 code points) is computed the first time one of its code points is
     looked up: the whole table took 0.073 s of every build's start-up (the 2-core machine), the Basic Multilingual
     Plane alone, computed at once, 0.012 s; a build meets code points of few other planes."""
 

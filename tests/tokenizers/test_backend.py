@@ -13,9 +13,9 @@ import unicodedata
 import numpy as np
 import pytest
 
+from helpers.unsafe import unsafe_table
 from sftpack.tokenizers import backend
 from sftpack.tokenizers.backend import quicktok_for
-from sftpack.tokenizers.code_points import unsafe_table
 
 pytest.importorskip("quicktok")
 

@@ -6,7 +6,8 @@ import unicodedata
 
 import numpy as np
 
-from sftpack.tokenizers.code_points import UnsafeTable, unsafe_table
+from helpers.unsafe import unsafe_table
+from sftpack.tokenizers.code_points import UnsafeTable
 
 
 def test_the_unsafe_table_fills_the_planes_it_meets_with_the_whole_tables_values():
