@@ -2,9 +2,8 @@
 ``quicktok-v1`` package ships (``quicktok/data/o200k.vocab``), used only when its sha256 is the one tiktoken
 checks its own download against.
 
-quicktok's file is binary (a u32 count, then per token a u16 length, the token's bytes and a u32 rank);
-tiktoken's is text, one ``base64(token) rank`` line per token in rank order. Writing the one as the other gives
-tiktoken's file byte for byte, which the sha256 proves; tiktoken then reads it from a private cache directory
+quicktok's file is binary (:mod:`sftpack.tokenizers.quicktok_vocab`); tiktoken's is text, one ``base64(token)
+rank`` line per token in rank order. Writing the one as the other gives tiktoken's file byte for byte, which the sha256 proves; tiktoken then reads it from a private cache directory
 and checks the sha256 again itself, so the encoding is tiktoken's own ``o200k_harmony`` definition.
 """
 
@@ -22,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from sftpack.base.errors import UsageError
+from sftpack.tokenizers.quicktok_vocab import vocab_records
 
 QUICKTOK_DISTRIBUTION = "quicktok-v1"
 QUICKTOK_FILE = "data/o200k.vocab"
@@ -49,26 +49,12 @@ def tiktoken_lines(vocab: bytes) -> bytes:
     >>> tiktoken_lines(bytes.fromhex("02000000" "0200616201000000" "0100" "61" "00000000"))
     b'YQ== 0\\nYWI= 1\\n'
     """
-    (count,) = struct.unpack_from("<I", vocab, 0)
-    starts, position = [], 4
-    try:  # the records' positions: one length each to read, in order (the rest is read with numpy)
-        for _ in range(count):
-            starts.append(position)
-            position += 6 + (vocab[position] | vocab[position + 1] << 8)
-    except IndexError:
-        raise ValueError(f"the file ends inside token {len(starts) - 1} of {count}") from None
-    if position != len(vocab):
-        raise ValueError(f"{len(vocab) - position} bytes left after {count} tokens")
-    data = np.frombuffer(vocab, dtype=np.uint8)
-    first = np.array(starts, dtype=np.int64)
-    length = data[first].astype(np.int64) | data[first + 1].astype(np.int64) << 8
-    at = first + 2 + length
-    rank = sum(data[at + k].astype(np.int64) << (8 * k) for k in range(4))
+    first, length, rank = vocab_records(vocab)
     order = np.argsort(rank, kind="stable")
     if len(order) > 1 and not (np.diff(rank[order]) > 0).all():
         raise ValueError("a rank is given to two tokens")
     b64 = binascii.b2a_base64
-    return b"".join(b64(vocab[s + 2 : s + 2 + n], newline=False) + b" %d\n" % r
+    return b"".join(b64(vocab[s : s + n], newline=False) + b" %d\n" % r
                     for s, n, r in zip(first[order].tolist(), length[order].tolist(), rank[order].tolist()))
 
 

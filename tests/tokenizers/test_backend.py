@@ -309,18 +309,3 @@ def test_wide_byte_positions_give_the_same_batch(engines, monkeypatch):
     for field in ("lengths", "tokens", "masks"):
         assert getattr(narrow, field).tolist() == getattr(wide, field).tolist()
 
-
-@pytest.mark.parametrize("family", ["qwen3_5", "gpt_oss"])
-def test_the_ranks_file_is_quicktoks_own_writers(engines, family, tmp_path):
-    from quicktok import _import_core
-
-    enc = engines[family][1]
-    _import_core.write_files(str(tmp_path), "reference", enc._mergeable_ranks, {}, "qwen", False)
-    backend.write_vocab(str(tmp_path / "ours.vocab"), enc._mergeable_ranks)
-    assert (tmp_path / "ours.vocab").read_bytes() == (tmp_path / "reference.vocab").read_bytes()
-    # ranks given out of order are written in rank order, as quicktok's writer sorts them
-    shuffled = {b"\xff\x00": 2, b"a": 0, b"bc": 3, b"": 1}
-    _import_core.write_files(str(tmp_path), "small", shuffled, {}, "qwen", False)
-    backend.write_vocab(str(tmp_path / "small2.vocab"), shuffled)
-    assert (tmp_path / "small2.vocab").read_bytes() == (tmp_path / "small.vocab").read_bytes()
-
