@@ -92,6 +92,7 @@ class OutputFiles:
             if record is not None:
                 os.replace(self.tmp_record, self.record)
             interrupts.mark_done()
+        _sync_directory(self.dir)  # the files are synced; their names are the directory's
 
     def _release(self) -> None:
         if self._lock is not None:
@@ -110,6 +111,20 @@ class OutputFiles:
             # after the temporaries are gone, so that the free space reported is what the user really has
             raise UsageError(f"no space left on the device (--out {self.dir}: {_free(self.dir)} free once the "
                              "temporaries were removed); nothing written") from None
+
+
+def _sync_directory(path: Path) -> None:
+    """Make renames in ``path`` durable: a directory's entries reach the disk with its own fsync only."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # a platform or file system that cannot sync a directory: the renames stand as they are
+        pass
+    finally:
+        os.close(fd)
 
 
 def _free(path: Path) -> str:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import signal
 import sys
@@ -20,18 +19,13 @@ import pyarrow as pa
 from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row, update_rows_sha256
 from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
 from sftpack.rows.parts import Stitcher, part
+from sftpack.rows.writeback import Writeback
 
 SWITCH_INTERVAL_S = 0.0005  # while the writer thread runs (see RowWriter._flush)
 
 
 ROWS_PER_GROUP = 64  # ~2.6 MB of tokens per row group at 8,192 tokens: the trainer reads a batch in a few groups
 
-
-# The file's bytes are handed to the kernel's writeback every this many bytes, so that the fsync at the end waits for
-# the last of them only: a machine with memory to spare holds a whole build's output as dirty pages (the kernel
-# starts on its own at 10% of memory or after 30 s), and the one fsync then wrote all of it after the last row
-# (a 16-worker `--rows all` build's close took 0.50-0.53 s on the 16-core host, and 0.06-0.08 s with this).
-WRITEBACK_BYTES = 64 << 20
 
 # Fixed writer options: the file's bytes depend only on the rows and the pyarrow version.
 WRITER_OPTIONS = dict(
@@ -67,7 +61,7 @@ class RowWriter:
         self._schema = schema
         self._file = open(path, "wb")
         self._file_hash = hashlib.sha256()
-        self._written_back = 0  # bytes of the file handed to the kernel's writeback
+        self._writeback = Writeback(self._file.fileno(), self._file.flush)
         self._stitcher = Stitcher(_HashingSink(self._file, self._file_hash), schema, WRITER_OPTIONS)
         self._pending: list[Row] = []
         self.rows = 0
@@ -164,25 +158,10 @@ class RowWriter:
         update_rows_sha256(self._hash, tokens, masks)  # one group: one interleave, one hash call
         w = time.perf_counter()
         self._stitcher.add(data)
-        if self._stitcher.position - self._written_back >= WRITEBACK_BYTES:
-            self._start_writeback()
+        self._writeback.advance(self._stitcher.position)
         self.timings["part_wait_s"] += h - t
         self.timings["hash_s"] += w - h
         self.timings["write_s"] += time.perf_counter() - w
-
-    def _start_writeback(self) -> None:
-        """Have the kernel start writing the file's bytes so far to disk, without waiting for it (Linux: advising
-        that the pages are not needed writes the dirty ones back; it drops only clean pages). A hint: close's fsync
-        is what makes the file durable."""
-        self._file.flush()
-        end = self._stitcher.position
-        advise = getattr(os, "posix_fadvise", None)
-        if advise is not None:
-            try:
-                advise(self._file.fileno(), self._written_back, end - self._written_back, os.POSIX_FADV_DONTNEED)
-            except OSError:  # a file system without it: the fsync does all the writing, as it would anyway
-                pass
-        self._written_back = end
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -219,9 +198,8 @@ class RowWriter:
             self._stop_thread()
         self._raise_if_failed()
         self._stitcher.close()
-        self._file.flush()
         s = time.perf_counter()
-        os.fsync(self._file.fileno())
+        self._writeback.sync()
         self._file.close()
         self.timings["drain_s"] = s - t  # the last row groups compressed and written, after the build's last row
         self.timings["sync_s"] = time.perf_counter() - s

@@ -12,6 +12,7 @@ version) in row groups of :data:`ROWS_PER_GROUP` rows.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -32,6 +33,7 @@ from sftpack.rows.formats import (
 )
 from sftpack.rows.parquet import FORMAT_VERSION, PROVENANCE_COLUMNS
 from sftpack.rows.validation import duplicated_columns
+from sftpack.rows.writeback import Writeback
 
 ROWS_PER_GROUP = 64
 WRITER_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=False, write_statistics=False,
@@ -103,6 +105,9 @@ class TokenListWriter:
         self.path, self.row_tokens = Path(path), row_tokens
         self._schema = self.layout.schema(row_tokens, build_name)
         self._writer = pq.ParquetWriter(self.path, self._schema, **WRITER_OPTIONS)
+        # pyarrow writes the file itself; a descriptor of our own serves the writeback and the final fsync
+        self._fd = os.open(self.path, os.O_RDONLY)
+        self._writeback = Writeback(self._fd)
         self._pending: list = []
         self.rows = 0
 
@@ -138,14 +143,28 @@ class TokenListWriter:
               for key in ("start", "length", "offset")),
         ]
         self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema), row_group_size=len(rows))
+        self._writeback.advance(os.fstat(self._fd).st_size)
 
     def abort(self) -> None:
-        self._writer.close()
+        try:
+            self._writer.close()
+        finally:
+            self._release()
 
     def close(self) -> tuple[str, int]:
-        self._flush()
-        self._writer.close()
+        """Finish the file, durable on disk; its (sha256, size in bytes)."""
+        try:
+            self._flush()
+            self._writer.close()
+            self._writeback.sync()
+        finally:
+            self._release()
         return file_sha256(self.path)
+
+    def _release(self) -> None:
+        if self._fd is not None:  # once: the build aborts a writer whose close failed
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
 
 def _list_matrix(column, width: int, dtype, what: str, path) -> np.ndarray:

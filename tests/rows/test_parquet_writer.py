@@ -16,24 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from sftpack.rows.formats import Piece, Pieces, Row, rows_sha256_of
+from helpers.random_rows import WIDTH, make_rows
+from sftpack.rows.formats import Pieces, Row, rows_sha256_of
 from sftpack.rows.parquet import FORMAT_VERSION, SCHEMA, row_prompt
 from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
-
-WIDTH = 96
-
-
-def make_rows(n: int, seed: int = 3) -> list[Row]:
-    rng = np.random.default_rng(seed)
-    rows = []
-    for k in range(n):
-        tokens = rng.integers(0, 250_000, WIDTH, dtype=np.int32)
-        mask = (rng.random(WIDTH) < 0.6).astype(np.uint8)
-        mask[0] = 0
-        cut = int(rng.integers(1, WIDTH))
-        rows.append(Row(tokens, mask, [Piece(f"c{k}" if k % 3 else f"c{k}-東京é", 0, cut, 5), Piece(f"c{k + 1}", cut, WIDTH - cut, 0)]))
-    return rows
-
 
 def inline_file(path, rows: list[Row], name: str) -> None:
     """The file written the plain way: one bytes object per value, row groups of 64, the same writer options."""
@@ -87,7 +73,7 @@ def test_writeback_is_asked_for_each_stretch_of_the_file_once_and_changes_no_byt
     """The writer hands what it has written to the kernel's writeback as it goes (so that the fsync at the end has
     little left to write): consecutive stretches of the file, once each, all of them already in the file; a file
     system that refuses the advice, or a platform without it, gets the same file."""
-    import sftpack.rows.parquet_writer as parquet_writer
+    import sftpack.rows.writeback as writeback
 
     calls = []
 
@@ -96,7 +82,7 @@ def test_writeback_is_asked_for_each_stretch_of_the_file_once_and_changes_no_byt
         if advice == "refused":
             raise OSError(errno.ESPIPE, "Illegal seek")
 
-    monkeypatch.setattr(parquet_writer, "WRITEBACK_BYTES", 20_000)
+    monkeypatch.setattr(writeback, "WRITEBACK_BYTES", 20_000)
     if advice == "missing":
         monkeypatch.delattr(os, "posix_fadvise", raising=False)
     else:
