@@ -68,6 +68,7 @@ def test_background_writer_writes_the_inline_file(tmp_path, n, pieces):
     assert sys.getswitchinterval() == interval  # lowered while the thread ran, then restored
 
 
+@pytest.mark.skipif(not hasattr(os, "POSIX_FADV_DONTNEED"), reason="no posix_fadvise on this platform")
 @pytest.mark.parametrize("advice", ["kept", "refused", "missing"])
 def test_writeback_is_asked_for_each_stretch_of_the_file_once_and_changes_no_byte(tmp_path, monkeypatch, advice):
     """The writer hands what it has written to the kernel's writeback as it goes (so that the fsync at the end has

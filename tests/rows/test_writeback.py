@@ -15,6 +15,7 @@ from sftpack.rows.writeback import Writeback
 from helpers.random_rows import WIDTH, make_rows
 
 needs_fadvise = pytest.mark.skipif(not hasattr(os, "POSIX_FADV_DONTNEED"), reason="no posix_fadvise on this platform")
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="no /proc/self/fd to count descriptors")
 
 
 @pytest.fixture
@@ -88,6 +89,7 @@ def _open_descriptors() -> int:
 
 
 @needs_fadvise
+@needs_proc
 @pytest.mark.parametrize("format_name", ["parquet", "trl", "megatron-bridge"])
 def test_every_rows_format_advises_its_stretches_and_syncs_the_file(tmp_path, monkeypatch, advice, format_name):
     synced = []
@@ -118,6 +120,7 @@ def test_every_rows_format_advises_its_stretches_and_syncs_the_file(tmp_path, mo
     assert path.read_bytes() == (tmp_path / "b.parquet").read_bytes()
 
 
+@needs_proc
 @pytest.mark.parametrize("format_name", ["trl", "megatron-bridge"])
 def test_a_failed_close_then_the_builds_abort_raise_only_the_failure(tmp_path, monkeypatch, format_name):
     def full(self):
