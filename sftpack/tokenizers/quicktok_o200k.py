@@ -3,8 +3,9 @@
 checks its own download against.
 
 quicktok's file is binary (:mod:`sftpack.tokenizers.quicktok_vocab`); tiktoken's is text, one ``base64(token)
-rank`` line per token in rank order. Writing the one as the other gives tiktoken's file byte for byte, which the sha256 proves; tiktoken then reads it from a private cache directory
-and checks the sha256 again itself, so the encoding is tiktoken's own ``o200k_harmony`` definition.
+rank`` line per token in rank order. Writing the one as the other gives tiktoken's file byte for byte, which the
+sha256 proves; tiktoken then reads it from a private cache directory and checks the sha256 again itself, so the
+encoding is tiktoken's own ``o200k_harmony`` definition.
 """
 
 from __future__ import annotations
