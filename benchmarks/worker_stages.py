@@ -74,6 +74,7 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from build_bench import source_file
 
+    Path(args.cache).mkdir(parents=True, exist_ok=True)
     source = source_file(args.source_size, 1, Path(args.cache), os.cpu_count() or 1)
     runs = {"this": HERE.parent}
     if args.against:

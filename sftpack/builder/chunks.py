@@ -5,13 +5,17 @@ the tokenizer's own Python half, :meth:`~sftpack.tokenizers.vocab.Vocab.plan_bat
 :func:`tokenize_chunk` (the tokenizer engine's calls alone, which quicktok and tiktoken run without the GIL) and
 :func:`finish_chunk` (the ids put together and the mask: numpy). A worker runs the second step of one chunk on a
 thread while it prepares the next, and the third back on its own thread (:class:`~sftpack.builder.workers.Steps`);
-the result is the same as running them one after the other.
+the result is the same as running them one after the other, which a worker does where no core is left for the
+thread (:func:`engine_thread`).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 import numpy as np
 
@@ -150,8 +154,29 @@ def encode_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndarr
     return finish_chunk(encoder, tokenize_chunk(encoder, prepare_chunk(encoder, source, indices)))
 
 
-def chunk_task(encoder: ConversationEncoder, source: Source) -> Steps:
-    """The workers' task: row indices -> :class:`ChunkResult`, in steps that overlap across chunks."""
+def chunk_task(encoder: ConversationEncoder, source: Source, overlap: bool = True) -> Callable:
+    """The workers' task: row indices -> :class:`ChunkResult`, in steps that overlap across chunks (``overlap``), or
+    one after the other."""
+    if not overlap:
+        return partial(encode_chunk, encoder, source)
     return Steps(lambda indices: prepare_chunk(encoder, source, indices),
                  lambda prepared: tokenize_chunk(encoder, prepared),
                  lambda tokenized: finish_chunk(encoder, tokenized))
+
+
+def engine_thread(workers: int, cores: int) -> bool:
+    """Whether each worker runs its tokenizer engine on a thread of its own, beside the Python of its next chunk:
+    only where a core is left for that thread. With as many workers as cores, the thread adds only waits for the
+    GIL: the recipe build (Qwen3.5, 6,400 rows, 2 workers) on 2 cores of the 16-core host took 7.41-8.37 s with the
+    steps in sequence and 7.76-9.42 s with the thread (three pairs in turn, 0.85-0.99 of it pair by pair), and on
+    the 2-core development machine 0.92-0.98 (four pairs); at 16 workers on 16 cores, --rows all, the two were
+    within the host's noise (0.96-1.06 pair by pair, four pairs of three models; benchmarks/results/engine_thread_*).
+    Either way the bytes are the same; ``SFTPACK_ENGINE_THREAD=1`` or ``0`` sets it (benchmarks/engine_thread.py).
+
+    >>> engine_thread(1, 2), engine_thread(2, 2), engine_thread(16, 16), engine_thread(8, 16)
+    (True, False, False, True)
+    """
+    forced = os.environ.get("SFTPACK_ENGINE_THREAD")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return workers < cores

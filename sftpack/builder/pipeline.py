@@ -19,7 +19,7 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
 from sftpack.builder.config import ALL, DEFAULTS, BuildConfig, hub_dataset
-from sftpack.builder.chunks import ChunkResult, chunk_task, encode_chunk
+from sftpack.builder.chunks import ChunkResult, chunk_task, encode_chunk, engine_thread
 from sftpack.builder.encode import ConversationEncoder, make_encoder
 from sftpack.builder.output import OutputFiles
 from sftpack.builder.pack import pack_chunks
@@ -165,7 +165,8 @@ def encoded_chunks(
 
     # Forked workers inherit the loaded tokenizer and the (memory-mapped) source (nothing is pickled); tasks carry
     # only row indices. Signals are only recorded while they run and raised at the pool's checks (sftpack.builder.interrupts).
-    with interrupts.deferred(), WorkerPool(max(workers, 1), chunk_task(encoder, source)) as pool:
+    task = chunk_task(encoder, source, overlap=engine_thread(workers, _usable_cores()))
+    with interrupts.deferred(), WorkerPool(max(workers, 1), task) as pool:
         results = pool.imap(chunks, depth=3 * workers)
         while True:
             t = time.perf_counter()

@@ -161,6 +161,16 @@ def test_workers_and_reruns_are_byte_identical(tmp_path, source_file, built):
         assert (built_file(again, ".build.yaml")).read_bytes() == (built_file(out, ".build.yaml")).read_bytes()
 
 
+@pytest.mark.parametrize("thread", ["1", "0"])
+def test_the_engine_thread_or_not_gives_the_same_bytes(tmp_path, source_file, built, monkeypatch, thread):
+    """Workers tokenize on a thread beside their Python, or in sequence, by the cores they have: the same rows."""
+    monkeypatch.setenv("SFTPACK_ENGINE_THREAD", thread)
+    out, _ = built
+    again = tmp_path / "again"
+    build(BuildConfig(model=MODEL, source=str(source_file), rows=12, row_tokens=512, out=str(again), workers=2, progress=False))
+    assert (built_file(again, ".parquet")).read_bytes() == (built_file(out, ".parquet")).read_bytes()
+
+
 def test_source_exhausted_is_an_input_error(tmp_path, source_file, capsys):
     code = main(["build", "--model", MODEL, "--source", str(source_file), "--rows", "100000", "--row-tokens", "512",
                  "--out", str(tmp_path), "--no-progress"])
