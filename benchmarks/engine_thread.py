@@ -77,8 +77,8 @@ def main() -> None:
                     got = pair[thread] = build(source, model, args.workers, args.rows, thread, cpus, out)
                     shas.add(got["sha"])
                     print(f"{model:20s} workers {args.workers:2d} rows {args.rows:>5} cpus {args.cpus or 'all':6s} "
-                          f"{'thread  ' if thread else 'sequence'}  wall {got['wall']:6.2f} s  cpu {got['cpu']:7.2f} s  "
-                          f"rows_sha256 {got['sha'][:16]}", flush=True)
+                          f"{'thread  ' if thread else 'sequence'}  wall {got['wall']:6.2f} s  "
+                          f"cpu {got['cpu']:7.2f} s  rows_sha256 {got['sha'][:16]}", flush=True)
                 ratios.append(pair[False]["wall"] / pair[True]["wall"])
             same &= len(shas) == 1
             print(f"{model}: wall sequence / thread, pair by pair: {' '.join(f'{r:.3f}' for r in ratios)} "

@@ -167,9 +167,9 @@ def chunk_task(encoder: ConversationEncoder, source: Source, overlap: bool = Tru
 def engine_thread(workers: int, cores: int) -> bool:
     """Whether each worker runs its tokenizer engine on a thread of its own, beside the Python of its next chunk:
     only where a core is left for that thread. With as many workers as cores, the thread adds only waits for the
-    GIL: the recipe build (Qwen3.5, 6,400 rows, 2 workers) on 2 cores of the 16-core host took 7.41-8.37 s with the
-    steps in sequence and 7.76-9.42 s with the thread (three pairs in turn, 0.85-0.99 of it pair by pair), and on
-    the 2-core development machine 0.92-0.98 (four pairs); at 16 workers on 16 cores, --rows all, the two were
+    GIL: the recipe build (Qwen3.5, 6,400 rows, 2 workers) on 2 cores of the 16-core host took 0.84-1.07 of the
+    thread's wall with the steps in sequence (six pairs in turn over two calls, five of them below 1, median 0.91),
+    and on the 2-core development machine 0.92-0.98 (four pairs); at 16 workers on 16 cores, --rows all, the two were
     within the host's noise (0.96-1.06 pair by pair, four pairs of three models; benchmarks/results/engine_thread_*).
     Either way the bytes are the same; ``SFTPACK_ENGINE_THREAD=1`` or ``0`` sets it (benchmarks/engine_thread.py).
 
