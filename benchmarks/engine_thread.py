@@ -5,7 +5,7 @@
     python benchmarks/engine_thread.py --workers 2 --rows 6400 --cpus 0,1 --pairs 3
     python benchmarks/engine_thread.py --workers 16 --rows all --pairs 2 --model Qwen3.5-122B-A10B --model gpt-oss-20b
 
-The source is ``build_bench.py``'s synthetic Tulu-schema file (generated once, cached under ``benchmarks/.cache/``).
+The builds are ``build_bench.py``'s, over its synthetic Tulu-schema source (cached under ``benchmarks/.cache/``).
 ``--cpus`` pins the builds to those CPUs (a 2-core machine on a larger host). Prints each build's wall and CPU seconds
 (user + system, the build and its workers) and rows_sha256, then per model the ratio sequence / thread pair by
 pair: the build itself picks the thread only where the workers leave a core for it
@@ -16,33 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-
-
-def build(source: Path, model: str, workers: int, rows: str, thread: bool, cpus: set | None, out: Path) -> dict:
-    shutil.rmtree(out, ignore_errors=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "SFTPACK_ENGINE_THREAD": "1" if thread else "0",
-           "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "sftpack", "build", "--model", model, "--source", str(source), "--rows", rows,
-           "--out", str(out), "--workers", str(workers), "--overwrite", "--no-progress"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
-    wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    record = next(out.glob("*.build.yaml")).read_text()
-    sha = next(line.split()[-1] for line in record.splitlines() if line.startswith("rows_sha256:"))
-    return {"wall": wall, "cpu": after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, "sha": sha}
 
 
 def main() -> None:
@@ -62,24 +42,30 @@ def main() -> None:
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     source = build_bench.source_file(args.conversations, 1, cache, os.cpu_count() or 1)
-    cpus = {int(c) for c in args.cpus.split(",")} if args.cpus else None
+    if args.cpus:  # the builds, started from here, inherit it (the source was generated on every core)
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     out = Path(tempfile.mkdtemp(prefix="sftpack-engine-thread-"))
+
+    def build(model: str, thread: bool) -> dict:  # build_bench's build, the engine's thread set by the environment
+        os.environ["SFTPACK_ENGINE_THREAD"] = "1" if thread else "0"
+        return build_bench.run_build(source, args.rows, args.workers, out / model)
+
     same = True
     try:
         for model in args.model or ["Qwen3.5-122B-A10B"]:
             build_bench.MODEL = model
             build_bench._offline_o200k(cache)  # gpt-oss offline: tiktoken's cache seeded
-            build(source, model, args.workers, args.rows, True, cpus, out)  # unmeasured: the page cache warmed
+            build(model, True)  # unmeasured: the page cache warmed
             ratios, shas = [], set()
             for _ in range(args.pairs):
                 pair = {}
                 for thread in (True, False):
-                    got = pair[thread] = build(source, model, args.workers, args.rows, thread, cpus, out)
-                    shas.add(got["sha"])
+                    got = pair[thread] = build(model, thread)
+                    shas.add(got["rows_sha256"])
                     print(f"{model:20s} workers {args.workers:2d} rows {args.rows:>5} cpus {args.cpus or 'all':6s} "
-                          f"{'thread  ' if thread else 'sequence'}  wall {got['wall']:6.2f} s  "
-                          f"cpu {got['cpu']:7.2f} s  rows_sha256 {got['sha'][:16]}", flush=True)
-                ratios.append(pair[False]["wall"] / pair[True]["wall"])
+                          f"{'thread  ' if thread else 'sequence'}  wall {got['wall_s']:6.2f} s  "
+                          f"cpu {got['cpu_s']:7.2f} s  rows_sha256 {got['rows_sha256'][:16]}", flush=True)
+                ratios.append(pair[False]["wall_s"] / pair[True]["wall_s"])
             same &= len(shas) == 1
             print(f"{model}: wall sequence / thread, pair by pair: {' '.join(f'{r:.3f}' for r in ratios)} "
                   f"(median {statistics.median(ratios):.3f}); rows identical: {len(shas) == 1}", flush=True)
