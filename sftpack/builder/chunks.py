@@ -171,7 +171,7 @@ def engine_thread(workers: int, cores: int) -> bool:
     thread's wall with the steps in sequence (six pairs in turn over two calls, five of them below 1, median 0.91),
     and on the 2-core development machine 0.92-0.98 (four pairs); at 16 workers on 16 cores, --rows all, the two were
     within the host's noise (0.96-1.06 pair by pair, four pairs of three models; benchmarks/results/engine_thread_*).
-    Either way the bytes are the same; ``SFTPACK_ENGINE_THREAD=1`` or ``0`` sets it (benchmarks/engine_thread.py).
+    Either way the bytes are the same; ``SFTPACK_ENGINE_THREAD=1`` or ``0`` sets it (benchmarks/ab_env.py).
 
     >>> engine_thread(1, 2), engine_thread(2, 2), engine_thread(16, 16), engine_thread(8, 16)
     (True, False, False, True)

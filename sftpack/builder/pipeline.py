@@ -12,6 +12,7 @@ import sys
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
+from functools import partial
 from typing import Iterator
 
 import numpy as np
@@ -28,8 +29,9 @@ from sftpack.builder.record import BuildRecord, BuildStats, OutputPaths, make_re
 from sftpack.builder.source import open_source
 from sftpack.builder.source.base import Source, SourceChanged
 from sftpack.builder.workers import WorkerDied, WorkerPool
+from sftpack.builder.writer_process import WriterProcess
 from sftpack.families.profiles import TULU_REPO, TULU_REVISION, load_profile
-from sftpack.rows.formats import RowSink, get_row_format, new_row_writer
+from sftpack.rows.formats import get_row_format, new_row_writer
 from sftpack.tokenizers.loading import load_vocab
 from sftpack.tokenizers.vocab import Vocab
 
@@ -234,7 +236,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         order = permutation(len(source), seed)
         clock.mark("open_hub_and_permute_s")
         stats = BuildStats()
-        writer = new_row_writer(config.format, outputs.tmp_parquet, row_tokens, name)
+        writer = WriterProcess(partial(new_row_writer, config.format, outputs.tmp_parquet, row_tokens, name), row_tokens)
         _write_rows(encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
         try:
             interrupts.check()  # a signal recorded while the workers were being stopped
@@ -268,7 +270,7 @@ def _dataset_revision(config: BuildConfig) -> str | None:
     return revision
 
 
-def _write_rows(encoder: ConversationEncoder, source: Source, order: np.ndarray, writer: RowSink, stats: BuildStats,
+def _write_rows(encoder: ConversationEncoder, source: Source, order: np.ndarray, writer: WriterProcess, stats: BuildStats,
                 rows, row_tokens: int, workers: int, config: BuildConfig, clock: "_Clock") -> None:
     """Encode, pack and write rows until ``rows`` are written (or, ``--rows all``, the source ends)."""
     progress = Progress(None if rows == ALL else rows, len(source), row_tokens, stats, config.progress)
@@ -331,7 +333,7 @@ class _Clock:
         self.phases[phase] = now - self.last
         self.last = now
 
-    def report(self, workers: int, writer: RowSink, record: BuildRecord) -> None:
+    def report(self, workers: int, writer: WriterProcess, record: BuildRecord) -> None:
         path = os.environ.get("SFTPACK_TIMINGS")
         if not path:
             return

@@ -81,7 +81,7 @@ class WorkerPool:
                 process.start()
                 task_r.close()
                 result_w.close()  # so that the worker's death reads as end-of-file here
-                _widen(result_r)
+                widen(result_r)
                 self._processes.append(process)
                 self._tasks.append(task_w)
                 self._results.append(result_r)
@@ -160,7 +160,7 @@ _END = object()
 
 def _serve(fn, tasks, results, parent: int, inherited: list) -> None:
     try:
-        _ignore_signals(parent)
+        child_signals(parent)
         for conn in inherited:
             conn.close()
         if isinstance(fn, Steps):
@@ -181,14 +181,14 @@ def _run(fn, task) -> tuple:
     try:
         return (True, fn(task))
     except BaseException as e:  # handed to the parent, which raises it when it reaches this task
-        return (False, _picklable(e))
+        return (False, picklable(e))
 
 
 def _outcome(future: Future, then: Callable) -> tuple:
     try:
         return (True, then(future.result()))
     except BaseException as e:
-        return (False, _picklable(e))
+        return (False, picklable(e))
 
 
 def _serve_steps(fn: Steps, tasks, results) -> None:
@@ -270,7 +270,7 @@ def _receive(conn):
     return pickle.loads(header, buffers=buffers)
 
 
-def _widen(conn) -> None:
+def widen(conn) -> None:
     if sys.platform.startswith("linux"):
         import fcntl
 
@@ -280,7 +280,7 @@ def _widen(conn) -> None:
             pass
 
 
-def _picklable(e: BaseException) -> BaseException:
+def picklable(e: BaseException) -> BaseException:
     try:
         pickle.dumps(e)
         return e
@@ -288,7 +288,7 @@ def _picklable(e: BaseException) -> BaseException:
         return RuntimeError(f"{type(e).__name__}: {e}")
 
 
-def _ignore_signals(parent: int) -> None:
+def child_signals(parent: int) -> None:
     # Ctrl-C and SIGTERM are handled by the parent, which removes temporaries and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

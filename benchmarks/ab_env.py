@@ -1,15 +1,18 @@
-"""The workers' engine thread against the steps in sequence: the same build, in turns, with
-``SFTPACK_ENGINE_THREAD=1`` (each worker tokenizes on a thread of its own beside the Python of its next chunk) and
-``=0`` (read, prepare, tokenize and mask one after the other), as whole processes.
+"""One build two ways, in turns, as whole processes: a setting the build reads from the environment at ``1`` and at
+``0``, the rows checked identical.
 
-    python benchmarks/engine_thread.py --workers 2 --rows 6400 --cpus 0,1 --pairs 3
-    python benchmarks/engine_thread.py --workers 16 --rows all --pairs 2 --model Qwen3.5-122B-A10B --model gpt-oss-20b
+    python benchmarks/ab_env.py SFTPACK_ENGINE_THREAD --workers 2 --rows 6400 --cpus 0,1 --pairs 3
+    python benchmarks/ab_env.py SFTPACK_WRITER_PROCESS --workers 16 --rows all --pairs 2 --model gpt-oss-20b
+
+The settings: ``SFTPACK_ENGINE_THREAD`` (each worker tokenizes on a thread of its own beside the Python of its next
+chunk, or reads, prepares, tokenizes and masks one after the other: :func:`sftpack.builder.chunks.engine_thread`)
+and ``SFTPACK_WRITER_PROCESS`` (the rows writer in a process of its own, or in the build's:
+:mod:`sftpack.builder.writer_process`).
 
 The builds are ``build_bench.py``'s, over its synthetic Tulu-schema source (cached under ``benchmarks/.cache/``).
 ``--cpus`` pins the builds to those CPUs (a 2-core machine on a larger host). Prints each build's wall and CPU seconds
-(user + system, the build and its workers) and rows_sha256, then per model the ratio sequence / thread pair by
-pair: the build itself picks the thread only where the workers leave a core for it
-(:func:`sftpack.builder.chunks.engine_thread`).
+(user + system, the build and its workers) and rows_sha256, then per model the ratio =0 / =1 pair by
+pair.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("setting", choices=["SFTPACK_ENGINE_THREAD", "SFTPACK_WRITER_PROCESS"])
     ap.add_argument("--model", action="append", help="profiles to build (repeat; default Qwen3.5-122B-A10B)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rows", default="6400", help="rows of each build: a number or all")
@@ -44,10 +48,10 @@ def main() -> None:
     source = build_bench.source_file(args.conversations, 1, cache, os.cpu_count() or 1)
     if args.cpus:  # the builds, started from here, inherit it (the source was generated on every core)
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
-    out = Path(tempfile.mkdtemp(prefix="sftpack-engine-thread-"))
+    out = Path(tempfile.mkdtemp(prefix="sftpack-ab-env-"))
 
-    def build(model: str, thread: bool) -> dict:  # build_bench's build, the engine's thread set by the environment
-        os.environ["SFTPACK_ENGINE_THREAD"] = "1" if thread else "0"
+    def build(model: str, on: bool) -> dict:  # build_bench's build, the setting made by the environment
+        os.environ[args.setting] = "1" if on else "0"
         return build_bench.run_build(source, args.rows, args.workers, out / model)
 
     same = True
@@ -59,15 +63,15 @@ def main() -> None:
             ratios, shas = [], set()
             for _ in range(args.pairs):
                 pair = {}
-                for thread in (True, False):
-                    got = pair[thread] = build(model, thread)
+                for on in (True, False):
+                    got = pair[on] = build(model, on)
                     shas.add(got["rows_sha256"])
                     print(f"{model:20s} workers {args.workers:2d} rows {args.rows:>5} cpus {args.cpus or 'all':6s} "
-                          f"{'thread  ' if thread else 'sequence'}  wall {got['wall_s']:6.2f} s  "
+                          f"{args.setting}={int(on)}  wall {got['wall_s']:6.2f} s  "
                           f"cpu {got['cpu_s']:7.2f} s  rows_sha256 {got['rows_sha256'][:16]}", flush=True)
                 ratios.append(pair[False]["wall_s"] / pair[True]["wall_s"])
             same &= len(shas) == 1
-            print(f"{model}: wall sequence / thread, pair by pair: {' '.join(f'{r:.3f}' for r in ratios)} "
+            print(f"{model}: wall {args.setting}=0 / =1, pair by pair: {' '.join(f'{r:.3f}' for r in ratios)} "
                   f"(median {statistics.median(ratios):.3f}); rows identical: {len(shas) == 1}", flush=True)
     finally:
         shutil.rmtree(out, ignore_errors=True)

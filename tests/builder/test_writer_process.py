@@ -1,0 +1,100 @@
+"""The rows writer in a process of its own (sftpack.builder.writer_process): the same bytes as the writer in the
+build's process for every rows format, its errors raised by the build as they are, its death one line, and no
+process at all for a build of less than one batch."""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing
+import os
+import signal
+
+import pytest
+
+from helpers.outputs import built as built_file
+from sftpack import BuildConfig, build
+from sftpack.base.errors import UsageError
+from sftpack.builder import writer_process
+from sftpack.builder.writer_process import WriterProcess
+from sftpack.rows.formats import ROW_FORMATS, RowSink
+from sftpack.rows.parquet_writer import RowWriter
+
+MODEL = "Qwen3.5-122B-A10B"
+ROWS, ROW_TOKENS = 150, 128  # two full batches of 64 rows and 22 rows at close
+
+
+def _build(out, fmt: str = "parquet", rows: int = ROWS, workers: int = 1):
+    return build(BuildConfig(model=MODEL, source="sample", rows=rows, row_tokens=ROW_TOKENS, out=str(out),
+                             workers=workers, progress=False, format=fmt))
+
+
+@pytest.fixture
+def started(monkeypatch) -> list:
+    """Whether each build's writer went to a process of its own (one entry per build that filled a batch)."""
+    calls = []
+    real = WriterProcess._start
+
+    def spy(self):
+        real(self)
+        calls.append(self._process is not None)
+
+    monkeypatch.setattr(WriterProcess, "_start", spy)
+    return calls
+
+
+def _outputs(out) -> dict:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+@pytest.mark.parametrize("fmt", sorted(ROW_FORMATS))
+def test_the_writer_process_writes_the_bytes_the_build_process_writes(fmt, tmp_path, monkeypatch, started):
+    monkeypatch.setenv("SFTPACK_WRITER_PROCESS", "0")
+    _build(tmp_path / "here", fmt)
+    monkeypatch.delenv("SFTPACK_WRITER_PROCESS")
+    record = _build(tmp_path / "process", fmt, workers=2)
+    assert started == [False, True]
+    assert _outputs(tmp_path / "process") == _outputs(tmp_path / "here")
+    assert record.rows == ROWS
+    assert not multiprocessing.active_children()  # the writer process (and the workers) reaped
+
+
+def test_one_slot_makes_the_build_wait_for_each_batch_and_changes_nothing(tmp_path, monkeypatch, started):
+    monkeypatch.setattr(writer_process, "SLOTS", 1)
+    _build(tmp_path / "one")
+    monkeypatch.setattr(writer_process, "SLOTS", 8)
+    _build(tmp_path / "eight")
+    assert started == [True, True]
+    assert _outputs(tmp_path / "one") == _outputs(tmp_path / "eight")
+
+
+def test_less_than_a_batch_is_written_without_a_process(tmp_path, started):
+    record = _build(tmp_path, rows=20)
+    assert started == [] and record.rows == 20
+    assert built_file(tmp_path, ".parquet").exists()
+
+
+def test_a_full_disk_in_the_writer_process_is_the_builds_one_line(tmp_path, monkeypatch, started):
+    def full_disk(self, compressed):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(RowWriter, "_write_group", full_disk)  # inherited by the forked writer
+    with pytest.raises(UsageError, match=r"^no space left on the device \(--out .*\); nothing written$"):
+        _build(tmp_path)
+    assert started == [True]
+    assert list(tmp_path.iterdir()) == []  # the temporaries removed
+    assert not multiprocessing.active_children()
+
+
+def test_a_writer_process_killed_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, started):
+    parent = os.getpid()
+
+    def killed(self, row):
+        if os.getpid() != parent:  # only in the writer process
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    monkeypatch.setattr(RowSink, "write", killed)
+    with pytest.raises(UsageError, match=r"^the rows writer process died \(killed by SIGKILL.*\); nothing written$"):
+        _build(tmp_path)
+    assert started == [True]
+    assert list(tmp_path.iterdir()) == []
+    assert not multiprocessing.active_children()
