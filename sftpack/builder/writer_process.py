@@ -130,8 +130,9 @@ class WriterProcess:
 
     def _replies(self, block: bool) -> None:
         """Take the writer process's replies (slots handed back, an error, the closing figures); with ``block``,
-        at least one."""
-        while block or self._reply_end.poll():
+        at least one. None after the closing figures: the process exits once it has sent them, and its end of the
+        pipe, closed, then reads as ready."""
+        while self._closed is None and (block or self._reply_end.poll()):
             block = False
             try:
                 kind, value = self._reply_end.recv()

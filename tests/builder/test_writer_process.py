@@ -98,3 +98,27 @@ def test_a_writer_process_killed_is_one_line_and_leaves_nothing(tmp_path, monkey
     assert started == [True]
     assert list(tmp_path.iterdir()) == []
     assert not multiprocessing.active_children()
+
+
+def test_the_closing_figures_are_taken_when_the_writer_process_has_already_exited(tmp_path, monkeypatch, started):
+    """The writer process exits right after sending its figures; read only then, they are found before the pipe's end
+    (which also reads as ready) is taken for a death."""
+    real_close, real_replies = WriterProcess.close, WriterProcess._replies
+
+    def close(self):
+        self.closing = True
+        return real_close(self)
+
+    def replies(self, block):
+        if block and getattr(self, "closing", False):
+            self._process.join(timeout=60)  # it has sent its figures and exited
+            assert self._process.exitcode == 0
+        return real_replies(self, block)
+
+    monkeypatch.setattr(WriterProcess, "close", close)
+    monkeypatch.setattr(WriterProcess, "_replies", replies)
+    record = _build(tmp_path / "late")
+    monkeypatch.undo()
+    _build(tmp_path / "usual")
+    assert started == [True] and record.rows == ROWS
+    assert _outputs(tmp_path / "late") == _outputs(tmp_path / "usual")
