@@ -5,7 +5,9 @@ part of the build, and the parquet writer's threads (gathering, compressing and 
 CPU in a 16-core ``--rows all`` build) shared the GIL with it. With the rows dropped instead of written, the same
 build's loop took 11.8-13.1 s against 15.8-17.4 s with the writer (three pairs in turn, the 16-core host,
 ``benchmarks/results/writer_process_h200.txt``). In a process of its own the writer costs the main thread one copy
-of each row into a shared slot and a small message per batch.
+of each row into a shared slot and a small message per batch, and the whole build took 0.95 and 0.97 of the wall
+it took with the writer in the build's process (16 workers, two pairs in turn; on 2 cores of that host, 2 workers,
+0.84 and 1.00).
 
 The parent copies a batch's tokens and masks into a free slot of a shared ring (an anonymous shared map made before
 the fork) and sends the slot number with the batch's provenance (ids, piece arrays, supervised counts) down a
