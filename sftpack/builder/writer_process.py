@@ -164,7 +164,7 @@ class WriterProcess:
         self._send_end.send(None)
         while self._closed is None:
             self._replies(block=True)
-        figures, self._rows_sha256, timings = self._closed
+        figures, _, timings = self._closed
         self.timings = {**timings, "handover_wait_s": self._waited}
         self._process.join()
         self._stop()
@@ -172,7 +172,7 @@ class WriterProcess:
 
     @property
     def rows_sha256(self) -> str:
-        return self._sink.rows_sha256 if self._sink is not None else self._rows_sha256
+        return self._sink.rows_sha256 if self._sink is not None else self._closed[1]
 
     def abort(self) -> None:
         """Stop writing after an error: the writer process is killed (its file closed with it)."""
