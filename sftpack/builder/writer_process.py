@@ -33,6 +33,7 @@ from typing import Callable
 import numpy as np
 
 from sftpack.base.errors import UsageError
+from sftpack.base.signals import signals_held
 from sftpack.builder.workers import child_signals, picklable, widen
 from sftpack.rows.formats import Pieces, Row, RowSink
 
@@ -93,14 +94,16 @@ class WriterProcess:
         self._masks = np.frombuffer(self._ring, dtype=np.uint8, offset=self._tokens.nbytes).reshape(shape)
         self._free = list(range(SLOTS))
         context = mp.get_context("fork")
-        task_r, self._send_end = context.Pipe(duplex=False)
-        self._reply_end, reply_w = context.Pipe(duplex=False)
-        self._process = context.Process(
-            target=_serve, args=(self._open_sink, task_r, reply_w, self._tokens, self._masks, os.getpid(),
-                                 [self._send_end, self._reply_end]), daemon=True)
-        self._process.start()
-        task_r.close()
-        reply_w.close()  # so that the process's death reads as end-of-file here
+        with signals_held():  # a build's handler raising inside start() would leave a process abort cannot kill
+            task_r, self._send_end = context.Pipe(duplex=False)
+            self._reply_end, reply_w = context.Pipe(duplex=False)
+            process = context.Process(
+                target=_serve, args=(self._open_sink, task_r, reply_w, self._tokens, self._masks, os.getpid(),
+                                     [self._send_end, self._reply_end]), daemon=True)
+            process.start()
+            self._process = process
+            task_r.close()
+            reply_w.close()  # so that the process's death reads as end-of-file here
         widen(self._send_end)
 
     def _hand_over(self) -> None:

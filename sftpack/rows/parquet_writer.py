@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import hashlib
 import queue
-import signal
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
+from sftpack.base.signals import signals_held
 from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row, update_rows_sha256
 from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
 from sftpack.rows.parts import Stitcher, part
@@ -87,7 +86,7 @@ class RowWriter:
         first = self.rows - len(self._pending)
         rows = self._pending
         self._pending = []
-        with _signals_held():  # the writer's thread and the compressors' start here
+        with signals_held():  # the writer's thread and the compressors' start here
             if self._thread is None:
                 # The GIL passes to a waiting thread only every switch interval (5 ms by default): the writer, which
                 # needs it for a moment between GIL-free calls, would otherwise idle behind the packing thread.
@@ -204,35 +203,6 @@ class RowWriter:
         self.timings["drain_s"] = s - t  # the last row groups compressed and written, after the build's last row
         self.timings["sync_s"] = time.perf_counter() - s
         return self._file_hash.hexdigest(), self._stitcher.position
-
-
-_HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextmanager
-def _signals_held():
-    """SIGINT and SIGTERM held back while threads start, and delivered on leaving: a signal handler that raises (a
-    build's) inside ``Thread.start()`` leaves a thread that is neither started nor stopped, which the build's abort
-    cannot join. Two holds, because blocking a signal in this thread does not keep it from the process: another
-    thread that has it unblocked takes it, and Python still runs the handler here, at once. So on the main thread
-    (the only one Python runs handlers on) the handlers are swapped for ones that only record the signal, raised
-    again on leaving; and the signals are blocked in this thread, so that the threads started here inherit the
-    block and signals go to the main thread."""
-    handlers, recorded = {}, []
-    if threading.current_thread() is threading.main_thread():
-        for signum in _HELD_SIGNALS:
-            if signal.getsignal(signum) is not None:  # None: a handler not set from Python, which cannot be put back
-                handlers[signum] = signal.signal(signum, lambda number, frame: recorded.append(number))
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_SIGNALS) if hasattr(signal, "pthread_sigmask") else None
-    try:
-        yield
-    finally:
-        for signum, handler in handlers.items():
-            signal.signal(signum, handler)
-        if previous is not None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held pending runs the handler now
-        for signum in recorded:
-            signal.raise_signal(signum)
 
 
 class _HashingSink:

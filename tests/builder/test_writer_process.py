@@ -122,3 +122,37 @@ def test_the_closing_figures_are_taken_when_the_writer_process_has_already_exite
     _build(tmp_path / "usual")
     assert started == [True] and record.rows == ROWS
     assert _outputs(tmp_path / "late") == _outputs(tmp_path / "usual")
+
+
+def test_a_signal_while_the_writer_process_starts_is_raised_once_it_runs(tmp_path, monkeypatch):
+    """SIGINT arriving inside Process.start() (a build's handler raises): the process starts whole, the interruption
+    reaches the build after that, and abort then kills it (before, abort met a process object without a process)."""
+    import numpy as np
+
+    from sftpack.rows.formats import Row, new_row_writer
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    original = multiprocessing.process.BaseProcess.start
+
+    def start(self):  # the signal lands while the process starts
+        os.kill(os.getpid(), signal.SIGINT)
+        original(self)
+
+    writer = WriterProcess(lambda: new_row_writer("parquet", tmp_path / "x.parquet", ROW_TOKENS, "t"), ROW_TOKENS)
+    rows = [Row(np.arange(ROW_TOKENS, dtype=np.int32), np.ones(ROW_TOKENS, dtype=np.uint8)) for _ in range(writer.batch)]
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+        with pytest.raises(KeyboardInterrupt):
+            for row in rows:
+                writer.write(row)
+    finally:
+        monkeypatch.undo()
+        signal.signal(signal.SIGINT, previous)
+    process = writer._process
+    assert process is not None and process.pid is not None
+    writer.abort()
+    assert process.exitcode is not None and writer._process is None
+    assert not multiprocessing.active_children()
