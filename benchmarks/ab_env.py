@@ -1,18 +1,20 @@
-"""One build two ways, in turns, as whole processes: a setting the build reads from the environment at ``1`` and at
-``0``, the rows checked identical.
+"""One build two ways, in turns, as whole processes: a setting the build reads from the environment at two values
+(``1`` and ``0`` unless ``--values`` says others), the rows checked identical.
 
     python benchmarks/ab_env.py SFTPACK_ENGINE_THREAD --workers 2 --rows 6400 --cpus 0,1 --pairs 3
     python benchmarks/ab_env.py SFTPACK_WRITER_PROCESS --workers 16 --rows all --pairs 2 --model gpt-oss-20b
+    python benchmarks/ab_env.py SFTPACK_COMPRESSORS --values 6 3 --workers 16 --rows all --pairs 3
 
 The settings: ``SFTPACK_ENGINE_THREAD`` (each worker tokenizes on a thread of its own beside the Python of its next
 chunk, or reads, prepares, tokenizes and masks one after the other: :func:`sftpack.builder.chunks.engine_thread`)
-and ``SFTPACK_WRITER_PROCESS`` (the rows writer in a process of its own, or in the build's:
-:mod:`sftpack.builder.writer_process`).
+``SFTPACK_WRITER_PROCESS`` (the rows writer in a process of its own, or in the build's:
+:mod:`sftpack.builder.writer_process`) and ``SFTPACK_COMPRESSORS`` (how many threads compress the parquet writer's
+row groups: :func:`sftpack.rows.parquet_writer.compressors`).
 
 The builds are ``build_bench.py``'s, over its synthetic Tulu-schema source (cached under ``benchmarks/.cache/``).
 ``--cpus`` pins the builds to those CPUs (a 2-core machine on a larger host). Prints each build's wall and CPU seconds
-(user + system, the build and its workers) and rows_sha256, then per model the ratio =0 / =1 pair by
-pair.
+(user + system, the build and its workers) and rows_sha256, then per model the second value's wall over
+the first's, pair by pair.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("setting", choices=["SFTPACK_ENGINE_THREAD", "SFTPACK_WRITER_PROCESS"])
+    ap.add_argument("setting", choices=["SFTPACK_ENGINE_THREAD", "SFTPACK_WRITER_PROCESS", "SFTPACK_COMPRESSORS"])
+    ap.add_argument("--values", nargs=2, default=["1", "0"], metavar=("FIRST", "SECOND"),
+                    help="the setting's two values, built in this order in each pair (default: 1 0)")
     ap.add_argument("--model", action="append", help="profiles to build (repeat; default Qwen3.5-122B-A10B)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rows", default="6400", help="rows of each build: a number or all")
@@ -51,7 +55,7 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="sftpack-ab-env-"))
 
     def build(model: str, on: bool) -> dict:  # build_bench's build, the setting made by the environment
-        os.environ[args.setting] = "1" if on else "0"
+        os.environ[args.setting] = args.values[0] if on else args.values[1]
         return build_bench.run_build(source, args.rows, args.workers, out / model)
 
     same = True
@@ -67,11 +71,11 @@ def main() -> None:
                     got = pair[on] = build(model, on)
                     shas.add(got["rows_sha256"])
                     print(f"{model:20s} workers {args.workers:2d} rows {args.rows:>5} cpus {args.cpus or 'all':6s} "
-                          f"{args.setting}={int(on)}  wall {got['wall_s']:6.2f} s  "
+                          f"{args.setting}={args.values[0] if on else args.values[1]}  wall {got['wall_s']:6.2f} s  "
                           f"cpu {got['cpu_s']:7.2f} s  rows_sha256 {got['rows_sha256'][:16]}", flush=True)
                 ratios.append(pair[False]["wall_s"] / pair[True]["wall_s"])
             same &= len(shas) == 1
-            print(f"{model}: wall {args.setting}=0 / =1, pair by pair: {' '.join(f'{r:.3f}' for r in ratios)} "
+            print(f"{model}: wall {args.setting}={args.values[1]} / ={args.values[0]}, pair by pair: {' '.join(f'{r:.3f}' for r in ratios)} "
                   f"(median {statistics.median(ratios):.3f}); rows identical: {len(shas) == 1}", flush=True)
     finally:
         shutil.rmtree(out, ignore_errors=True)

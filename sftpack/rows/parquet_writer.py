@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import queue
 import sys
 import threading
@@ -37,6 +38,13 @@ WRITER_OPTIONS = dict(
 )
 
 
+def compressors(default: int) -> int:
+    """How many threads compress row groups: ``default``, or ``SFTPACK_COMPRESSORS`` (benchmarks/ab_env.py compares
+    counts; the bytes are the same whatever the count)."""
+    forced = os.environ.get("SFTPACK_COMPRESSORS", "")
+    return int(forced) if forced.isdigit() and 0 < int(forced) <= 64 else default
+
+
 class RowWriter:
     """The parquet rows format's writer (:data:`sftpack.rows.formats.ROW_FORMATS`): streams rows into a parquet
     file, hashing them (``rows_sha256``) on the way on its own thread (so the build's
@@ -66,7 +74,7 @@ class RowWriter:
         self.rows = 0
         self.supervised = 0
         self._hash = hashlib.sha256()
-        self._queue: queue.Queue = queue.Queue(self.QUEUED_GROUPS)
+        self._queue: queue.Queue = queue.Queue(max(self.QUEUED_GROUPS, 2 * compressors(self.COMPRESSORS)))
         self._thread: threading.Thread | None = None
         self._compressors: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
@@ -92,7 +100,7 @@ class RowWriter:
                 # needs it for a moment between GIL-free calls, would otherwise idle behind the packing thread.
                 self._switch_interval = sys.getswitchinterval()
                 sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
-                self._compressors = ThreadPoolExecutor(self.COMPRESSORS, thread_name_prefix="sftpack-compress")
+                self._compressors = ThreadPoolExecutor(compressors(self.COMPRESSORS), thread_name_prefix="sftpack-compress")
                 self._thread = threading.Thread(target=self._run, name="sftpack-writer", daemon=True)
                 self._thread.start()
             future = self._compressors.submit(self._compress, rows, first)
