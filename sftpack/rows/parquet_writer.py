@@ -57,8 +57,13 @@ class RowWriter:
     bytes as they go out. The threads start with the first full group: by then the build's worker processes are
     forked, so no fork ever copies a thread that might hold a lock."""
 
-    QUEUED_GROUPS = 8  # bounded: the caller waits rather than buffering the whole output
-    COMPRESSORS = 3  # zstd over the tokens: ~1/20 of a worker's time per token (measured on the 16-core host)
+    QUEUED_GROUPS = 12  # bounded: the caller waits rather than buffering the whole output
+    # zstd over the tokens is ~1/20 of a worker's time per token. With 3 threads, at 16 workers (Qwen3.5 --rows all,
+    # the 16-core host) the writer process's thread waited 13.3-14.2 s of an 18 s loop for a compressed group, and
+    # the build 1.8-2.5 s for a free slot; with 6 the whole build took 17.33-18.93 s against 18.64-19.60 s (three
+    # pairs in turn, 3/6 median 1.047), and on 2 cores, 2 workers, 3/6 0.86-1.09 (median 1.04):
+    # benchmarks/results/compressors_ab_h200.txt
+    COMPRESSORS = 6
 
     def __init__(self, path: Path, row_tokens: int, build_name: str):
         self.path = path
