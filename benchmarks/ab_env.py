@@ -1,9 +1,11 @@
 """One build two ways, in turns, as whole processes: a setting the build reads from the environment at two values
-(``1`` and ``0`` unless ``--values`` says others), the rows checked identical.
+(``1`` and ``0`` unless ``--values`` says others), or this checkout's code and another's (``--against DIR``), the
+rows checked identical.
 
     python benchmarks/ab_env.py SFTPACK_ENGINE_THREAD --workers 2 --rows 6400 --cpus 0,1 --pairs 3
     python benchmarks/ab_env.py SFTPACK_WRITER_PROCESS --workers 16 --rows all --pairs 2 --model gpt-oss-20b
     python benchmarks/ab_env.py SFTPACK_COMPRESSORS --values 6 3 --workers 16 --rows all --pairs 3
+    python benchmarks/ab_env.py --against /path/to/other/checkout --workers 16 --rows all --pairs 3
 
 The settings: ``SFTPACK_ENGINE_THREAD`` (each worker tokenizes on a thread of its own beside the Python of its next
 chunk, or reads, prepares, tokenizes and masks one after the other: :func:`sftpack.builder.chunks.engine_thread`)
@@ -32,7 +34,9 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("setting", choices=["SFTPACK_ENGINE_THREAD", "SFTPACK_WRITER_PROCESS", "SFTPACK_COMPRESSORS"])
+    ap.add_argument("setting", nargs="?", choices=["SFTPACK_ENGINE_THREAD", "SFTPACK_WRITER_PROCESS", "SFTPACK_COMPRESSORS"])
+    ap.add_argument("--against", type=Path, metavar="DIR",
+                    help="instead of a setting: another checkout, whose code builds second in each pair")
     ap.add_argument("--values", nargs=2, default=["1", "0"], metavar=("FIRST", "SECOND"),
                     help="the setting's two values, built in this order in each pair (default: 1 0)")
     ap.add_argument("--model", action="append", help="profiles to build (repeat; default Qwen3.5-122B-A10B)")
@@ -43,6 +47,12 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=939_000, help="conversations in the synthetic source")
     ap.add_argument("--cache", default=str(HERE / ".cache"))
     args = ap.parse_args()
+    if (args.setting is None) == (args.against is None):
+        ap.error("name a setting or --against DIR (one of the two)")
+    if args.against is not None:
+        if not (args.against / "sftpack" / "__init__.py").is_file():
+            ap.error(f"--against {args.against}: no sftpack/ package there")
+        args.setting, args.values = "code", ["this", str(args.against)]
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(HERE.parent / "tests"))
     import build_bench
@@ -55,6 +65,9 @@ def main() -> None:
     out = Path(tempfile.mkdtemp(prefix="sftpack-ab-env-"))
 
     def build(model: str, on: bool) -> dict:  # build_bench's build, the setting made by the environment
+        if args.against is not None:
+            return build_bench.run_build(source, args.rows, args.workers, out / model,
+                                         code=HERE.parent if on else args.against.resolve())
         os.environ[args.setting] = args.values[0] if on else args.values[1]
         return build_bench.run_build(source, args.rows, args.workers, out / model)
 

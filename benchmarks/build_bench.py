@@ -169,15 +169,16 @@ class MemorySampler:
                 "workers_max": {k: max((w[k] for w in workers), default=0) for k in _FIELDS}}
 
 
-def run_build(source: Path, rows, workers: int, out: Path, backend: str = "auto") -> dict:
+def run_build(source: Path, rows, workers: int, out: Path, backend: str = "auto", code: Path = HERE.parent) -> dict:
+    """One build in a process of its own, with the sftpack of the checkout ``code`` (this one by default)."""
     timings = out / "timings.json"
     cmd = [sys.executable, "-m", "sftpack", "build", "--model", MODEL, "--source", str(source), "--rows", str(rows),
            "--out", str(out), "--workers", str(workers), "--overwrite", "--no-progress", "--tokenizer-backend", backend]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "SFTPACK_TIMINGS": str(timings),
-           "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+           "PYTHONPATH": os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")])}
     t = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env, cwd=code)  # python -m puts the cwd first
     sampler = MemorySampler(proc.pid)
     if proc.wait() != 0:
         raise SystemExit(f"build failed: {' '.join(cmd)}")
