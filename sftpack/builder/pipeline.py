@@ -69,7 +69,7 @@ class Walk:
         self.unchecked: list = []  # ids of kept conversations from number unchecked_from on (checked for duplicates)
         self.unchecked_from = 0
         self.checked = 0
-        self.fast: deque = deque()  # per chunk not yet pulled past: (first kept index, its fast flags)
+        self.fast: deque = deque()  # per chunk not yet pulled past: (first kept index, running count of its fast flags)
 
     def add(self, result: ChunkResult) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
         """Register a chunk; its kept conversations ``(ids, lengths, tokens, masks)`` for the packer."""
@@ -83,7 +83,8 @@ class Walk:
         ids = [result.ids[p] for p in kept]
         self.unchecked.extend(ids)
         if result.fast is not None and result.fast.any():
-            self.fast.append((self.kept - len(kept), result.fast))
+            # counted once here: the packer asks for the count at every row
+            self.fast.append((self.kept - len(kept), np.cumsum(result.fast, dtype=np.int64).tolist()))
         return ids, result.lengths, result.tokens, result.masks
 
     def pulled(self, n: int | None) -> None:
@@ -133,10 +134,10 @@ class Walk:
         """``stats.fast``: how many of the first ``n`` kept conversations the faster engine encoded."""
         stats = self.stats
         while self.fast and self.fast[0][0] < n:
-            first, flags = self.fast[0]
-            done = min(n - first, len(flags))
-            stats.fast = stats.fast_before + int(np.count_nonzero(flags[:done]))
-            if done < len(flags):
+            first, counted = self.fast[0]  # the chunk's running count of conversations the faster engine encoded
+            done = min(n - first, len(counted))
+            stats.fast = stats.fast_before + counted[done - 1]
+            if done < len(counted):
                 return
             stats.fast_before = stats.fast
             self.fast.popleft()
