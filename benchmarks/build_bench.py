@@ -444,20 +444,20 @@ def report(results: dict, args) -> None:
     measured = {r["parquet_sha256"] for r in results["runs"] if r["role"] != "baseline rows"}
     print(f"--rows {args.rows} parquet identical at every worker count and backend: {len(measured) == 1}")
     print("\nwhere the time goes (seconds; CPU = user+sys of the build and its workers; main busy = packing loop minus"
-          " waiting for workers' results, writer busy = writing the file in the writer thread / hashing the rows in"
-          " the hashing thread, each as a share of the loop):")
+          " waiting for workers' results, writer busy = compress + write + hash in the writer thread, both as a share"
+          " of the loop):")
     for r in [base] + results["runs"]:
         t = r["timings"]
         p = t["parent"]
         loop = p["loop_s"]
         main_busy = (loop - p.get("result_wait_s", 0)) / loop
-        writer_busy = f'{p["writer_write_s"] / loop:.0%} / {p["writer_hash_s"] / loop:.0%}'
+        writer_busy = (p["writer_write_s"] + p["writer_hash_s"]) / loop
         parent = ", ".join(f"{k} {v:.2f}" for k, v in p.items())
         work = ", ".join(f"{k} {v:.1f}" for k, v in t["workers_total"].items())
         n = results["cores"]  # user+sys of the build and its workers, as a share of every core for the whole wall
         cores = f"CPU {r['cpu_s']:.1f} s = {r['cpu_s'] / (r['wall_s'] * n):.0%} of {n} cores, " if "cpu_s" in r else ""
         print(f"  --workers {r['workers']} --rows {r['rows_arg']}: {cores}main busy {main_busy:.0%}, writer busy "
-              f"{writer_busy}; {parent}; workers' total: {work}")
+              f"{writer_busy:.0%}; {parent}; workers' total: {work}")
     one = results["floor"]["seconds"]
     print("\ntokenization ceiling of this CPU (same texts, P processes x 1 thread): "
           + ", ".join(f"P={p}: {one / s:.2f}x ({one / s / p:.0%})" for p, s in results["ceiling"].items()))

@@ -77,21 +77,11 @@ def update_rows_sha256(h, tokens: np.ndarray, mask: np.ndarray) -> None:
     """Feed rows to ``h`` as ``rows_sha256`` hashes them: each row's token ids as little-endian int32, then its
     mask bytes. A block of rows is interleaved once and hashed in one call: every return from a GIL-free call may
     wait for the GIL while another thread is busy (the writer hashes on its own thread while the build packs)."""
-    for start in range(0, len(tokens), HASH_BLOCK_ROWS):
-        block = slice(start, start + HASH_BLOCK_ROWS)
-        h.update(hashed_bytes(tokens[block], mask[block]).data)
-
-
-def hashed_bytes(tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Rows as ``rows_sha256`` hashes them, one after the other: each row's token ids as little-endian int32, then
-    its mask bytes.
-
-    >>> hashed_bytes(np.array([[1, 256]]), np.array([[0, 1]])).tobytes()
-    b'\\x01\\x00\\x00\\x00\\x00\\x01\\x00\\x00\\x00\\x01'
-    """
     tokens = np.ascontiguousarray(tokens, dtype="<i4")
     mask = np.ascontiguousarray(mask, dtype=np.uint8)
-    return np.concatenate([tokens.view(np.uint8), mask], axis=1)
+    for start in range(0, len(tokens), HASH_BLOCK_ROWS):
+        block = slice(start, start + HASH_BLOCK_ROWS)
+        h.update(np.concatenate([tokens[block].view(np.uint8), mask[block]], axis=1).data)
 
 
 def stem_of(path) -> str:

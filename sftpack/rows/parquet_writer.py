@@ -1,5 +1,5 @@
 """The parquet rows format's writer: rows streamed into row groups written in parallel parts
-(:mod:`sftpack.rows.parts`) and hashed (``rows_sha256``) on a thread of their own."""
+(:mod:`sftpack.rows.parts`) and hashed (``rows_sha256``) on the writer's own thread."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from sftpack.base.signals import signals_held
-from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row, hashed_bytes
+from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row, update_rows_sha256
 from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
 from sftpack.rows.parts import Stitcher, part
 from sftpack.rows.writeback import Writeback
@@ -52,11 +52,10 @@ class RowWriter:
 
     The caller's thread only collects rows. ``COMPRESSORS`` threads gather row groups into Arrow arrays, encode and
     compress them in parallel, each into a standalone in-memory parquet file (pyarrow and zstd run without the
-    GIL), and lay out the group's rows as ``rows_sha256`` hashes them. One writer thread takes the groups strictly
-    in order, appends the row-group bytes to the file (:mod:`sftpack.rows.parts`: the same bytes one
-    ``ParquetWriter`` would write) and hashes the file's bytes as they go out; it hands each group's rows, in the
-    same order, to the hashing thread. The threads start with the first full group: by then the build's worker
-    processes are forked, so no fork ever copies a thread that might hold a lock."""
+    GIL); one writer thread takes them strictly in order, hashes the rows, appends the row-group bytes to the
+    file (:mod:`sftpack.rows.parts`: the same bytes one ``ParquetWriter`` would write) and hashes the file's
+    bytes as they go out. The threads start with the first full group: by then the build's worker processes are
+    forked, so no fork ever copies a thread that might hold a lock."""
 
     QUEUED_GROUPS = 12  # bounded: the caller waits rather than buffering the whole output
     # zstd over the tokens is ~1/20 of a worker's time per token. With 3 threads, at 16 workers (Qwen3.5 --rows all,
@@ -82,15 +81,10 @@ class RowWriter:
         self._hash = hashlib.sha256()
         self._queue: queue.Queue = queue.Queue(max(self.QUEUED_GROUPS, 2 * compressors(self.COMPRESSORS)))
         self._thread: threading.Thread | None = None
-        # The rows' hash on a thread of its own: hashing and writing on one thread, at 16 workers (Qwen3.5 --rows all,
-        # the 16-core host) that thread was busy 92-93% of the build's loop (9.1-10.0 s hashing rows, 5.8-7.3 s
-        # writing) and the build waited 7.9-9.1 s for room in its queue (benchmarks/results/build_compressors_h200_2.txt)
-        self._hash_queue: queue.Queue = queue.Queue(self.QUEUED_GROUPS)
-        self._hasher: threading.Thread | None = None
         self._compressors: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
         self.timings = {"gather_s": 0.0, "wait_s": 0.0, "compress_s": 0.0, "write_s": 0.0, "hash_s": 0.0,
-                        "part_wait_s": 0.0, "hash_wait_s": 0.0, "drain_s": 0.0, "sync_s": 0.0}
+                        "part_wait_s": 0.0, "drain_s": 0.0, "sync_s": 0.0}
 
     def write(self, row: Row) -> None:
         self._pending.append(row)
@@ -113,9 +107,7 @@ class RowWriter:
                 sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
                 self._compressors = ThreadPoolExecutor(compressors(self.COMPRESSORS), thread_name_prefix="sftpack-compress")
                 self._thread = threading.Thread(target=self._run, name="sftpack-writer", daemon=True)
-                self._hasher = threading.Thread(target=self._hash_rows, name="sftpack-rows-hash", daemon=True)
                 self._thread.start()
-                self._hasher.start()
             future = self._compressors.submit(self._compress, rows, first)
         t = time.perf_counter()
         self._queue.put(future)
@@ -123,7 +115,7 @@ class RowWriter:
         self._raise_if_failed()
 
     def _gather(self, rows: list[Row], first: int) -> tuple[np.ndarray, np.ndarray, pa.Table]:
-        """A row group as one Arrow table (and its token and mask matrices). On a compressor thread:
+        """A row group as one Arrow table (and its token and mask matrices, for the hash). On a compressor thread:
         at 16 workers it took the packing thread, the build's serial part, 4.5 s of a 30 s build."""
         n, width = len(rows), self.row_tokens
         # one contiguous buffer per column, shared zero-copy with Arrow (no bytes object per row)
@@ -151,53 +143,37 @@ class RowWriter:
         return tokens, masks, pa.table(columns, schema=self._schema)
 
     def _run(self) -> None:
-        try:
-            while True:
-                group = self._queue.get()
-                if group is None:
-                    return
-                if self._error is not None:
-                    continue  # keep draining, so that the caller never blocks on a full queue
-                try:
-                    self._write_group(group)
-                except BaseException as e:  # handed to the caller's thread, which raises it
-                    self._error = e
-        finally:
-            self._hash_queue.put(None)
-
-    def _hash_rows(self) -> None:
         while True:
-            rows = self._hash_queue.get()
-            if rows is None:
+            group = self._queue.get()
+            if group is None:
                 return
-            t = time.perf_counter()
+            if self._error is not None:
+                continue  # keep draining, so that the caller never blocks on a full queue
             try:
-                self._hash.update(rows.data)  # one GIL-free call per group
-            except BaseException as e:
+                self._write_group(group)
+            except BaseException as e:  # handed to the caller's thread, which raises it
                 self._error = e
-            self.timings["hash_s"] += time.perf_counter() - t
 
-    def _compress(self, rows: list[Row], first: int) -> tuple[pa.Buffer, np.ndarray]:
+    def _compress(self, rows: list[Row], first: int) -> tuple[pa.Buffer, np.ndarray, np.ndarray]:
         t = time.perf_counter()
         tokens, masks, table = self._gather(rows, first)
         g = time.perf_counter()
         data = part(table, self._schema, WRITER_OPTIONS)
-        hashed = hashed_bytes(tokens, masks)
         self.timings["gather_s"] += g - t  # both summed over the compressor threads
         self.timings["compress_s"] += time.perf_counter() - g
-        return data, hashed
+        return data, tokens, masks
 
     def _write_group(self, compressed) -> None:
         t = time.perf_counter()
-        data, hashed = compressed.result()
-        w = time.perf_counter()
-        self._hash_queue.put(hashed)
+        data, tokens, masks = compressed.result()
         h = time.perf_counter()
+        update_rows_sha256(self._hash, tokens, masks)  # one group: one interleave, one hash call
+        w = time.perf_counter()
         self._stitcher.add(data)
         self._writeback.advance(self._stitcher.position)
-        self.timings["part_wait_s"] += w - t
-        self.timings["hash_wait_s"] += h - w
-        self.timings["write_s"] += time.perf_counter() - h
+        self.timings["part_wait_s"] += h - t
+        self.timings["hash_s"] += w - h
+        self.timings["write_s"] += time.perf_counter() - w
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
@@ -207,9 +183,8 @@ class RowWriter:
     def _stop_thread(self) -> None:
         if self._thread is not None:
             self._queue.put(None)
-            self._thread.join()  # it then ends the hashing thread
-            self._hasher.join()
-            self._thread = self._hasher = None
+            self._thread.join()
+            self._thread = None
             self._compressors.shutdown(cancel_futures=True)
             self._compressors = None
             sys.setswitchinterval(self._switch_interval)  # the process's setting, as it was
