@@ -1,5 +1,5 @@
-"""What one build worker spends per conversation, step by step, for this code and (``--against DIR``) another
-checkout, measured in the same run.
+"""What one build worker spends per conversation, step by step, and the build's packer after it, for this code and
+(``--against DIR``) another checkout, measured in the same run.
 
     python benchmarks/worker_stages.py --against /path/to/other/checkout
     python benchmarks/worker_stages.py --model gpt-oss-20b --conversations 16384 --repeats 5
@@ -9,8 +9,10 @@ Reads ``--conversations`` rows of a synthetic Tulu-schema source (``build_bench.
 the other, in this process (``sftpack.builder.chunks``: read and prepare, the engines' calls, the ids and the mask).
 Prints, best of ``--repeats`` passes in each of ``--rounds`` processes per checkout (the checkouts taking turns),
 the microseconds per conversation of each step as the build's own timers measure them, the whole pass by the wall
-clock and by the process's CPU time, the same for the other checkout (a subprocess with that checkout first on
-``sys.path``), then the ratios this / other. The engines' step is the baseline the others are read against: it is
+clock and by the process's CPU time, then the parent's packing of the pass's results into rows of the recipe's
+8,192 tokens (``pack``: the walk that counts what was reached, and ``pack_chunks``; the rows are not written) and,
+in seconds, the start-up's loading of the vocabulary and the tokenizer engines; the same for the other checkout (a
+subprocess with that checkout first on ``sys.path``), then the ratios this / other. The engines' step is the baseline the others are read against: it is
 what an exact tokenizer cannot avoid. On a shared machine a step of unchanged code moves by up to 10% from run to
 run (``benchmarks/results/worker_stages_2core.txt``): read only larger ratios as a change's.
 """
@@ -26,33 +28,46 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-STEPS = ("read", "prepare", "engines", "finish", "whole", "cpu")
+STEPS = ("read", "prepare", "engines", "finish", "whole", "cpu", "pack")
 
 
 def measure(model: str, source: str, conversations: int, repeats: int) -> dict:
     import numpy as np
 
     from sftpack.builder.chunks import finish_chunk, prepare_chunk, tokenize_chunk
+    from sftpack.builder.config import DEFAULTS
     from sftpack.builder.encode import get_encoder
-    from sftpack.builder.pipeline import CHUNK, permutation
+    from sftpack.builder.pack import pack_chunks
+    from sftpack.builder.pipeline import CHUNK, Walk, permutation
+    from sftpack.builder.record import BuildStats
     from sftpack.builder.source import open_source
 
+    t = time.perf_counter()
     encoder = get_encoder(model)
     encoder.vocab.use_backend("auto")
+    startup = time.perf_counter() - t
     src = open_source(source)
     order = permutation(len(src), 42)[:conversations]
     chunks = [order[i:i + CHUNK] for i in range(0, len(order), CHUNK)]
     best = None
     for _ in range(repeats):
         seconds = np.zeros(4)
+        results = []
         start, cpu = time.perf_counter(), time.process_time()
         for chunk in chunks:
-            result = finish_chunk(encoder, tokenize_chunk(encoder, prepare_chunk(encoder, src, chunk)))
-            seconds += result.seconds
-        row = [*(seconds / len(order) * 1e6), (time.perf_counter() - start) / len(order) * 1e6,
-               (time.process_time() - cpu) / len(order) * 1e6]
+            results.append(finish_chunk(encoder, tokenize_chunk(encoder, prepare_chunk(encoder, src, chunk))))
+            seconds += results[-1].seconds
+        whole, cpu = time.perf_counter() - start, time.process_time() - cpu
+        t = time.perf_counter()
+        stats = BuildStats()
+        walk = Walk(stats)
+        for _ in pack_chunks((walk.add(r) for r in results), DEFAULTS["row_tokens"], encoder.vocab.eos_id, stats,
+                             walk.pulled):
+            pass
+        pack = time.perf_counter() - t
+        row = [*(seconds / len(order) * 1e6), whole / len(order) * 1e6, cpu / len(order) * 1e6, pack / len(order) * 1e6]
         best = row if best is None else [min(a, b) for a, b in zip(best, row)]
-    return dict(zip(STEPS, best))
+    return {**dict(zip(STEPS, best)), "startup": startup}
 
 
 def main() -> None:
@@ -90,13 +105,15 @@ def main() -> None:
             results[name] = {k: min(v, results.get(name, got)[k]) for k, v in got.items()}
     print(f"{args.model}, {args.conversations:,} conversations, best of {args.repeats} passes x {args.rounds} rounds: "
           "microseconds a conversation")
-    print(f"{'':8s}" + "".join(f"{s:>10s}" for s in STEPS) + f"{'(others)/engines':>18s}")
+    print(f"{'':8s}" + "".join(f"{s:>10s}" for s in STEPS) + f"{'(others)/engines':>18s}{'start-up s':>12s}")
     for name, r in results.items():
         python = r["read"] + r["prepare"] + r["finish"]
-        print(f"{name:8s}" + "".join(f"{r[s]:10.1f}" for s in STEPS) + f"{python / r['engines']:18.2f}")
+        print(f"{name:8s}" + "".join(f"{r[s]:10.1f}" for s in STEPS) + f"{python / r['engines']:18.2f}"
+              f"{r['startup']:12.3f}")
     if "other" in results:
         this, other = results["this"], results["other"]
-        print(f"{'ratio':8s}" + "".join(f"{this[s] / other[s]:10.2f}" for s in STEPS) + "   (this / other)")
+        print(f"{'ratio':8s}" + "".join(f"{this[s] / other[s]:10.2f}" for s in STEPS) + f"{'':18s}"
+              f"{this['startup'] / other['startup']:12.2f}   (this / other)")
 
 
 if __name__ == "__main__":

@@ -134,7 +134,7 @@ class Walk:
         """``stats.fast``: how many of the first ``n`` kept conversations the faster engine encoded."""
         stats = self.stats
         while self.fast and self.fast[0][0] < n:
-            first, counted = self.fast[0]  # the chunk's running count of conversations the faster engine encoded
+            first, counted = self.fast[0]
             done = min(n - first, len(counted))
             stats.fast = stats.fast_before + counted[done - 1]
             if done < len(counted):
