@@ -17,6 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
+from sftpack.base import huge_pages
 from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
 from sftpack.builder.config import ALL, DEFAULTS, BuildConfig, hub_dataset
@@ -229,7 +230,9 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         clock.mark("open_source_s")
         if vocab is None:
             vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
+        heap = huge_pages.heap_end()
         vocab.use_backend(config.tokenizer_backend)  # before the workers fork: they share it
+        collapsing = huge_pages.collapse_grown_heap(heap)  # the engines' tables, beside the rest of the start-up
         clock.mark("load_vocab_s")
         encoder = make_encoder(profile, vocab)
         clock.mark("choose_renderer_s")
@@ -237,6 +240,8 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         order = permutation(len(source), seed)
         clock.mark("open_hub_and_permute_s")
         stats = BuildStats()
+        collapsing.join()  # before anything forks
+        clock.mark("huge_pages_s")
         writer = WriterProcess(partial(new_row_writer, config.format, outputs.tmp_parquet, row_tokens, name), row_tokens)
         _write_rows(encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
         try:

@@ -161,10 +161,11 @@ def test_workers_and_reruns_are_byte_identical(tmp_path, source_file, built):
         assert (built_file(again, ".build.yaml")).read_bytes() == (built_file(out, ".build.yaml")).read_bytes()
 
 
-@pytest.mark.parametrize("thread", ["1", "0"])
-def test_the_engine_thread_or_not_gives_the_same_bytes(tmp_path, source_file, built, monkeypatch, thread):
-    """Workers tokenize on a thread beside their Python, or in sequence, by the cores they have: the same rows."""
-    monkeypatch.setenv("SFTPACK_ENGINE_THREAD", thread)
+@pytest.mark.parametrize("setting", ["SFTPACK_ENGINE_THREAD=1", "SFTPACK_ENGINE_THREAD=0", "SFTPACK_HUGE_PAGES=0"])
+def test_the_build_settings_give_the_same_bytes(tmp_path, source_file, built, monkeypatch, setting):
+    """Workers tokenize on a thread beside their Python, or in sequence, by the cores they have; the engines'
+    tables in huge pages or not: the same rows."""
+    monkeypatch.setenv(*setting.split("="))
     out, _ = built
     again = tmp_path / "again"
     build(BuildConfig(model=MODEL, source=str(source_file), rows=12, row_tokens=512, out=str(again), workers=2, progress=False))

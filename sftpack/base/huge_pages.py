@@ -1,0 +1,72 @@
+"""The tokenizer engines' tables moved onto transparent huge pages (Linux 6.1+), before the build's workers fork.
+
+quicktok's constructor allocates its tables (about 90 MB for Qwen3.5's vocabulary) on the process's heap, in 4 KiB
+pages: every rank lookup of the BPE merges is a random read over them, and many miss the TLB. Collapsed into 2 MiB
+pages with ``madvise(MADV_COLLAPSE)`` they cost fewer misses; the workers, forked after, share the huge pages.
+
+A build turns it off with ``SFTPACK_HUGE_PAGES=0`` (the same bytes, in smaller pages).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+
+from sftpack.base.signals import signals_held
+
+HUGE_PAGE = 2 << 20
+MADV_COLLAPSE = 25  # linux/mman.h; EINVAL before Linux 6.1, where the build goes on in 4 KiB pages
+
+
+def enabled() -> bool:
+    """Whether a build collapses its heap: on Linux, unless ``SFTPACK_HUGE_PAGES=0`` (benchmarks/ab_env.py)."""
+    return sys.platform.startswith("linux") and os.environ.get("SFTPACK_HUGE_PAGES", "1") != "0"
+
+
+def heap_end() -> int | None:
+    """Where the process's heap (``[heap]``, grown by ``brk``) ends now, or None where there is none to read."""
+    span = _heap()
+    return None if span is None else span[1]
+
+
+def collapse_grown_heap(since: int | None) -> threading.Thread:
+    """A started thread collapsing the heap's whole huge pages above ``since`` (a :func:`heap_end`): what was
+    allocated in between. ``madvise`` runs without the GIL, beside the build's start-up; join the thread before
+    forking, so that the children share the huge pages. Whatever fails (an old kernel, a page in use) leaves the
+    memory as it was: the same bytes either way, in smaller pages."""
+    thread = threading.Thread(target=collapse_above, args=(since,), name="sftpack-huge-pages", daemon=True)
+    with signals_held():
+        thread.start()
+    return thread
+
+
+def collapse_above(since: int | None) -> int:
+    """Collapse the heap's whole huge pages above ``since``, here; the bytes asked for (0: none, or it failed)."""
+    span = _heap()
+    if since is None or span is None or not enabled():
+        return 0
+    low = max(since, span[0]) + HUGE_PAGE - 1 & ~(HUGE_PAGE - 1)
+    high = span[1] & ~(HUGE_PAGE - 1)
+    if high > low:
+        try:
+            madvise = ctypes.CDLL(None, use_errno=True).madvise
+        except (OSError, AttributeError):
+            return 0
+        madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        if madvise(low, high - low, MADV_COLLAPSE) == 0:
+            return high - low
+    return 0
+
+
+def _heap() -> tuple[int, int] | None:
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                if line.rstrip().endswith("[heap]"):
+                    low, high = line.split(None, 1)[0].split("-")
+                    return int(low, 16), int(high, 16)
+    except OSError:
+        pass
+    return None
