@@ -243,8 +243,10 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         collapsing.join()  # before anything forks
         clock.mark("huge_pages_s")
         writer = WriterProcess(partial(new_row_writer, config.format, outputs.tmp_parquet, row_tokens, name), row_tokens)
-        _write_rows(encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
         try:
+            # inside the try: a signal can also land in _write_rows' `finally` (stopping the workers) after the last
+            # row has gone to the writer process, which must then be killed before the temporaries are removed
+            _write_rows(encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
             interrupts.check()  # a signal recorded while the workers were being stopped
             _check_source_unchanged(source)
             _check_row_count(writer.rows, stats, rows, row_tokens)
@@ -290,11 +292,8 @@ def _write_rows(encoder: ConversationEncoder, source: Source, order: np.ndarray,
                 break
         stream.close()
         clock.mark("loop_s")
-    except BaseException as e:
-        writer.abort()
-        if isinstance(e, WorkerDied):  # a worker reading a memory map cut short dies of SIGBUS: say why
-            raise UsageError(source.changed() or f"{e}; nothing written") from None
-        raise
+    except WorkerDied as e:  # a worker reading a memory map cut short dies of SIGBUS: say why (the caller aborts)
+        raise UsageError(source.changed() or f"{e}; nothing written") from None
     finally:
         stream.close()  # stops the workers now, also when an error is on its way
         progress.close()

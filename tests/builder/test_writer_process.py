@@ -156,3 +156,32 @@ def test_a_signal_while_the_writer_process_starts_is_raised_once_it_runs(tmp_pat
     writer.abort()
     assert process.exitcode is not None and writer._process is None
     assert not multiprocessing.active_children()
+
+
+def test_a_signal_while_the_workers_stop_after_the_last_row_kills_the_writer_process(tmp_path, monkeypatch, started):
+    """The last row handed to the writer process, a signal lands while the loop's ``finally`` stops the workers: the
+    build stops, the writer process is killed before the temporaries are removed (else it could create its file
+    after), and no process is left."""
+    from sftpack.builder import interrupts, pipeline
+
+    real = pipeline.encoded_chunks
+
+    class Stream:  # the real stream, whose second close (the loop's `finally`) is where the signal lands
+        def __init__(self, *args, **kwargs):
+            self.inner, self.closes = real(*args, **kwargs), 0
+
+        def __iter__(self):
+            return self.inner
+
+        def close(self):
+            self.closes += 1
+            self.inner.close()
+            if self.closes == 2:
+                raise interrupts.Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(pipeline, "encoded_chunks", Stream)
+    with pytest.raises(interrupts.Interrupted):
+        _build(tmp_path, rows=64, workers=2)
+    assert started == [True]  # the 64th row started the writer process
+    assert multiprocessing.active_children() == []
+    assert sorted(os.listdir(tmp_path)) == []
