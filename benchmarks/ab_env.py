@@ -40,7 +40,7 @@ def main() -> None:
                                                      "SFTPACK_HUGE_PAGES"])
     ap.add_argument("--against", type=Path, metavar="DIR",
                     help="instead of a setting: another checkout, whose code builds second in each pair")
-    ap.add_argument("--values", nargs=2, default=["1", "0"], metavar=("FIRST", "SECOND"),
+    ap.add_argument("--values", nargs=2, metavar=("FIRST", "SECOND"),
                     help="the setting's two values, built in this order in each pair (default: 1 0)")
     ap.add_argument("--model", action="append", help="profiles to build (repeat; default Qwen3.5-122B-A10B)")
     ap.add_argument("--workers", type=int, default=2)
@@ -55,7 +55,10 @@ def main() -> None:
     if args.against is not None:
         if not (args.against / "sftpack" / "__init__.py").is_file():
             ap.error(f"--against {args.against}: no sftpack/ package there")
+        if args.values is not None:
+            ap.error("--values is for a setting; --against compares this checkout's code with another's")
         args.setting, args.values = "code", ["this", str(args.against)]
+    args.values = args.values or ["1", "0"]
     sys.path.insert(0, str(HERE))
     sys.path.insert(0, str(HERE.parent / "tests"))
     import build_bench
