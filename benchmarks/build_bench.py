@@ -6,7 +6,7 @@
     python benchmarks/build_bench.py --model gpt-oss-20b --baseline-rows 6400 --workers 16 --compare-backend
 
 1. Generates (once, cached under ``benchmarks/.cache/``) a synthetic Tulu-schema source as a memory-mapped Arrow
-   file: ``tools/synthetic.py``'s conversations (row i depends only on (seed, i)), generated in parallel processes
+   file: ``tools/synthetic/``'s conversations (row i depends only on (seed, i)), generated in parallel processes
    and written in order, so the file is the one ``write_synthetic_arrow`` writes.
 2. Builds at 1 worker (the baseline: ``--baseline-rows``, default the same ``--rows``) and at each of ``--workers``,
    each in a subprocess: wall time, the build's own phase timings (``SFTPACK_TIMINGS``: start-up, the parent's
@@ -46,7 +46,7 @@ import pyarrow as pa
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests"))
-sys.path.insert(0, str(HERE.parent / "tools"))  # tools/synthetic.py
+sys.path.insert(0, str(HERE.parent / "tools"))  # tools/synthetic/
 
 MODEL = "Qwen3.5-122B-A10B"  # --model
 EARLIER_MTOK_S = 22.0  # --rows all at 16 workers before the quicktok backend (tiktoken in every worker)
@@ -58,7 +58,7 @@ def _generate_batch(args) -> pa.RecordBatch:
     import synthetic
 
     seed, start, stop = args
-    return synthetic._batch([synthetic._conversation(seed, i) for i in range(start, stop)])
+    return synthetic.record_batch([synthetic.conversation(seed, i) for i in range(start, stop)])
 
 
 def source_file(n: int, seed: int, cache: Path, procs: int) -> Path:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Regenerate the bundled sample ``sftpack/data/tulu3_sample.parquet``, deterministically.
 
-The sample is synthetic (made by ``tools/synthetic.py``, not taken from the hub): 3,000 conversations in the
+The sample is synthetic (made by the ``tools/synthetic/`` package, not taken from the hub): 3,000 conversations in the
 schema of ``allenai/tulu-3-sft-mixture``. Running this script again gives a byte-identical file (with the same
 pyarrow version); ``tests/tools/test_synthetic.py`` checks that the bundled file equals a fresh regeneration.
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/: the helpers 
 from helpers import REPO  # noqa: E402
 from helpers.shared import official_template  # noqa: E402
 
-sys.path.insert(0, str(REPO / "tools"))  # tools/synthetic.py: the synthetic Tulu-schema generator
+sys.path.insert(0, str(REPO / "tools"))  # tools/synthetic/: the synthetic Tulu-schema generator
 
 
 @pytest.fixture(scope="session")

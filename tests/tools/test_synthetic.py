@@ -142,7 +142,12 @@ def test_bundled_sample_is_a_fresh_regeneration(tmp_path, sample_rows):
 def test_generator_docstring_examples_run():
     # tools/ is outside the package, so test_doctests does not reach it
     import doctest
+    import importlib
+    import pkgutil
 
     import synthetic
 
-    assert doctest.testmod(synthetic, optionflags=doctest.ELLIPSIS).failed == 0
+    parts = [importlib.import_module(f"synthetic.{m.name}") for m in pkgutil.iter_modules(synthetic.__path__)]
+    assert len(parts) >= 5
+    for module in [synthetic, *parts]:
+        assert doctest.testmod(module, optionflags=doctest.ELLIPSIS).failed == 0, module.__name__
