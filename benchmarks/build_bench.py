@@ -207,7 +207,7 @@ def _encoder():
 def consumed_texts(source: Path, reached: int, seed: int) -> list[str]:
     """The rendered text of every conversation the build tokenized (kept ones, in order)."""
     from sftpack.builder.pipeline import permutation
-    from sftpack.builder.source import open_source
+    from sftpack.sources import open_source
 
     encoder = _encoder()
     src = open_source(str(source))
@@ -256,7 +256,7 @@ def straightforward(source: Path, n: int) -> tuple[float, int]:
     from helpers.qwen_reference import build_qwen_tokenizer_dir, slime_qwen3_5_mask
     from transformers import AutoTokenizer
 
-    from sftpack.builder.source import open_source
+    from sftpack.sources import open_source
 
     template_file = SHARED / "fixtures" / "templates" / "qwen3_5.jinja"
     template = template_file.read_text() if template_file.exists() else None

@@ -22,10 +22,10 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sftpack.builder.conversation import Skip, check_messages  # noqa: E402
-from sftpack.builder.mask import close_final_turn, supervised_spans  # noqa: E402
-from sftpack.builder.prove import sanitized_markers  # noqa: E402
-from sftpack.builder.source import SAMPLE_PATH  # noqa: E402
+from sftpack.families.conversation import Skip, check_messages  # noqa: E402
+from sftpack.families.mask import close_final_turn, supervised_spans  # noqa: E402
+from sftpack.families.proof import sanitized_markers  # noqa: E402
+from sftpack.sources import SAMPLE_PATH  # noqa: E402
 from sftpack.families.infer import infer_rule  # noqa: E402
 from sftpack.families.jinja import JinjaRenderer  # noqa: E402
 from sftpack.families.profiles import load_mask_rule  # noqa: E402
@@ -65,7 +65,7 @@ def seconds(render, rule, convs, repeat: int) -> float:
 
 def encode_seconds(render, rule, vocab, convs, repeat: int) -> float:
     """Render, mask and tokenize (the build's work per conversation, one tiktoken call each)."""
-    from sftpack.builder.encode import ConversationEncoder
+    from sftpack.families.encode import ConversationEncoder
 
     encoder = ConversationEncoder(vocab, render, rule, "")
     best = float("inf")

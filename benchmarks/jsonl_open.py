@@ -25,7 +25,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sftpack.builder.source import JsonLinesSource, SourceInfo  # noqa: E402
+from sftpack.sources import JsonLinesSource, SourceInfo  # noqa: E402
 
 
 def write(path: Path, megabytes: int) -> int:

@@ -36,11 +36,11 @@ def measure(model: str, source: str, conversations: int, repeats: int) -> dict:
 
     from sftpack.builder.chunks import finish_chunk, prepare_chunk, tokenize_chunk
     from sftpack.builder.config import DEFAULTS
-    from sftpack.builder.encode import get_encoder
+    from sftpack.families.encode import get_encoder
     from sftpack.builder.pack import pack_chunks
     from sftpack.builder.pipeline import CHUNK, Walk, permutation
     from sftpack.builder.record import BuildStats
-    from sftpack.builder.source import open_source
+    from sftpack.sources import open_source
 
     t = time.perf_counter()
     encoder = get_encoder(model)

@@ -51,9 +51,9 @@ def main() -> None:
     import build_bench
     from sftpack.builder import pipeline
     from sftpack.builder.config import ALL
-    from sftpack.builder.encode import make_encoder
+    from sftpack.families.encode import make_encoder
     from sftpack.builder.record import BuildStats
-    from sftpack.builder.source import open_source
+    from sftpack.sources import open_source
     from sftpack.builder.writer_process import WriterProcess
     from sftpack.families.profiles import load_profile
     from sftpack.rows.formats import RowSink, new_row_writer

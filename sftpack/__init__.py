@@ -1,8 +1,9 @@
 """sftpack: build, verify and feed the fixed-length packed SFT rows that verified training recipes are measured on.
 
 Layers, lowest first (each imports only from itself and those below): ``base`` (errors, YAML, hashing),
-``tokenizers``, ``families`` (registry, profiles, renderers), ``rows`` (the rows formats), ``builder`` (the build
-pipeline: ``sftpack.build``), ``checks`` (verify, inspect, diff), ``trainer`` (rollout, loss), ``cli``.
+``tokenizers``, ``families`` (registry, profiles, renderers, mask, encoder), ``sources`` (the source readers),
+``rows`` (the rows formats), ``builder`` (the build pipeline: ``sftpack.build``), ``checks`` (verify, inspect,
+diff), ``trainer`` (rollout, loss), ``cli``.
 """
 
 from importlib import import_module
@@ -11,7 +12,7 @@ from importlib import import_module
 # handlers before numpy, pyarrow and the tokenizers load, so an early Ctrl-C is a clean interruption too.
 _EXPORTS = {
     "BuildConfig": "builder.config", "build": "builder.pipeline", "permutation": "builder.pipeline",
-    "diff_rows": "checks.diff", "encode_conversation": "builder.encode", "get_encoder": "builder.encode",
+    "diff_rows": "checks.diff", "encode_conversation": "families.encode", "get_encoder": "families.encode",
     "hash_rows": "rows", "read_provenance": "rows",
     "read_rows": "rows", "rows_sha256_of": "rows",
 }

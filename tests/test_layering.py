@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "sftpack"
-LAYERS = ["base", "tokenizers", "families", "rows", "builder", "checks", "trainer", "cli"]
+LAYERS = ["base", "tokenizers", "families", "sources", "rows", "builder", "checks", "trainer", "cli"]
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # Functions allowed over MAX_FUNCTION_LINES while they wait to be split (none); an entry that no longer applies fails.

@@ -44,7 +44,7 @@ def expected_backends_block(record, backend: str) -> str:
     """The record's last block, from the packed conversations' contents (the first ones of the seed's permutation)."""
     import pyarrow.parquet as pq
 
-    from sftpack.builder.source import SAMPLE_PATH
+    from sftpack.sources import SAMPLE_PATH
 
     messages = pq.read_table(SAMPLE_PATH, columns=["messages"]).column("messages").to_pylist()
     packed = np.random.default_rng(record["seed"]).permutation(len(messages))[: record["counts"]["conversations_packed"]]

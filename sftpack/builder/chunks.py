@@ -19,9 +19,9 @@ from typing import Callable
 
 import numpy as np
 
-from sftpack.builder.conversation import Skip
-from sftpack.builder.encode import ConversationEncoder
-from sftpack.builder.source.base import RowError, Source
+from sftpack.families.conversation import Skip
+from sftpack.families.encode import ConversationEncoder
+from sftpack.sources.base import RowError, Source
 from sftpack.builder.workers import Steps
 from sftpack.tokenizers.vocab import PlannedBatch
 

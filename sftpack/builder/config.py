@@ -177,7 +177,7 @@ def named(f) -> str:
 
 def hub_dataset(source: str) -> bool:
     """Whether ``source`` reads as a hub dataset id (``ORG/NAME[@REVISION]``) rather than a local path."""
-    from sftpack.builder.source.huggingface import hub_id
+    from sftpack.sources.huggingface import hub_id
 
     return not os.path.exists(source) and hub_id(source) is not None
 

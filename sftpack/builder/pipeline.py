@@ -22,13 +22,13 @@ from sftpack.base.errors import UsageError
 from sftpack.builder import interrupts
 from sftpack.builder.config import ALL, DEFAULTS, BuildConfig, hub_dataset
 from sftpack.builder.chunks import ChunkResult, chunk_task, encode_chunk, engine_thread
-from sftpack.builder.encode import ConversationEncoder, make_encoder
+from sftpack.families.encode import ConversationEncoder, make_encoder
 from sftpack.builder.output import OutputFiles
 from sftpack.builder.pack import pack_chunks
 from sftpack.builder.names import output_name
 from sftpack.builder.record import BuildRecord, BuildStats, OutputPaths, make_record
-from sftpack.builder.source import open_source
-from sftpack.builder.source.base import Source, SourceChanged
+from sftpack.sources import open_source
+from sftpack.sources.base import Source, SourceChanged
 from sftpack.builder.workers import WorkerDied, WorkerPool
 from sftpack.builder.writer_process import WriterProcess
 from sftpack.families.profiles import TULU_REPO, TULU_REVISION, load_profile

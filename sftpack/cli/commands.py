@@ -188,8 +188,8 @@ def _add_encode(sub) -> None:
 
 
 def cmd_encode(args) -> int:
-    from sftpack.builder.conversation import Skip
-    from sftpack.builder.encode import get_encoder
+    from sftpack.families.conversation import Skip
+    from sftpack.families.encode import get_encoder
 
     try:  # bytes, so that a UTF-8 BOM is accepted (as in a JSONL source) and other encodings are refused clearly
         stream = getattr(sys.stdin, "buffer", None)  # (a text stream without one: tests, notebooks)

@@ -2,7 +2,7 @@
 template, proved before it is written.
 
 The rule is inferred from probe renders of the template (:mod:`sftpack.families.infer`), proved on the battery
-(:mod:`sftpack.builder.prove`), and compared with the shipped rules: one that gives the same supervision on the
+(:mod:`sftpack.families.proof`), and compared with the shipped rules: one that gives the same supervision on the
 battery is reused. The family is a native renderer's when it reproduces the template on the probe conversations
 (faster builds), else ``jinja`` (the template itself). The profile records the template's sha256.
 """
@@ -88,7 +88,7 @@ def template_variables(checkpoint: Checkpoint) -> dict:
 def native_family(checkpoint: Checkpoint, variables: dict) -> str | None:
     """The first native family whose renderer writes exactly what the template writes on the probe conversations
     and whose tokenizer format reads the directory (Kimi's needs its tiktoken.model)."""
-    from sftpack.builder.encode import reproduces
+    from sftpack.families.encode import reproduces
     from sftpack.families.infer import TemplateRunner
     from sftpack.families.registry import FAMILIES
     from sftpack.tokenizers.registry import get_tokenizer_format
@@ -106,7 +106,7 @@ def native_family(checkpoint: Checkpoint, variables: dict) -> str | None:
 
 def fitting_rule(rule, runner, conversations, special_tokens):
     """A shipped rule that supervises exactly what ``rule`` does on ``conversations`` (same spans), else ``rule``."""
-    from sftpack.builder.prove import same_supervision
+    from sftpack.families.proof import same_supervision
     from sftpack.families.profiles import list_mask_rules, load_mask_rule
 
     example = rule.example["turn"]
@@ -160,7 +160,7 @@ def _write(path: Path, text: str, overwrite: bool) -> None:
 
 
 def cmd_new_model(args) -> int:
-    from sftpack.builder.prove import battery, prove
+    from sftpack.families.proof import battery, prove
     from sftpack.families.infer import TemplateRunner, infer_rule, rule_yaml
 
     checkpoint = read_checkpoint(Path(args.tokenizer))

@@ -40,7 +40,7 @@ class Family:
     ``tokenizer.offline``. ``informational_files``: tokenizer files recorded with their sha256 and checked against
     the pins, but never run and never a reason to refuse the hub's files (Kimi's ``tokenization_kimi.py``).
     ``probes``: conversations that forge this family's turns in message content, rendered both ways before a
-    tokenizer's own template is trusted to equal the native renderer (:mod:`sftpack.families.probe`).
+    tokenizer's own template is trusted to equal the native renderer (:mod:`sftpack.families.template_match`).
     """
 
     render: Ref = None

@@ -17,7 +17,7 @@ import sftpack
 from sftpack.base.errors import UsageError
 from sftpack.builder.config import BuildConfig
 from sftpack.builder.record import BuildRecord
-from sftpack.builder.source.memory import source_from_rows
+from sftpack.sources.memory import source_from_rows
 from sftpack.cli import main, make_parser
 
 MODEL = "Qwen3.5-122B-A10B"
@@ -133,7 +133,7 @@ def test_hub_probe_leaves_the_socket_default_timeout_alone(monkeypatch):
 
 
 def test_importing_sftpack_changes_no_environment_variable():
-    code = ("import os; before = dict(os.environ); import sftpack, sftpack.cli, sftpack.builder.source, sftpack.builder.pipeline, "
+    code = ("import os; before = dict(os.environ); import sftpack, sftpack.cli, sftpack.sources, sftpack.builder.pipeline, "
             "sftpack.trainer.rollout, sftpack.checks.verify, sftpack.checks.inspect; print(before == dict(os.environ))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
@@ -180,6 +180,6 @@ def test_the_package_holds_the_product():
     import sftpack.tokenizers.kimi as kimi
 
     assert not hasattr(kimi, "kimi_encode")  # the test-only reference lives in tests/kimi_reference.py
-    from sftpack.builder.source import open_source
+    from sftpack.sources import open_source
 
     assert len(open_source("sample")) == 3000  # --source sample still reads the bundled parquet

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 
 from helpers.qwen_reference import slime_qwen3_5_mask
-from sftpack.builder.encode import make_encoder
+from sftpack.families.encode import make_encoder
 from sftpack.builder.chunks import encode_chunk
 from sftpack.builder.pipeline import permutation
-from sftpack.builder.source import open_source
+from sftpack.sources import open_source
 from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.hf_vocab import HFVocab
 from sftpack.tokenizers.vocab import VocabInfo
@@ -99,7 +99,7 @@ def test_tiktoken_vocab_equals_tokenizers_offsets_path(offline_qwen, qwen_hf_dir
 
 
 def test_lone_surrogate_in_a_batch_is_skipped_alone(encoder):
-    from sftpack.builder.source.memory import source_from_rows
+    from sftpack.sources.memory import source_from_rows
 
     rows = [
         {"id": "ok-1", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]},
@@ -118,7 +118,7 @@ def test_zero_copy_arrow_reads_equal_pyarrow(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from sftpack.builder.source import SAMPLE_PATH
+    from sftpack.sources import SAMPLE_PATH
 
     source = open_source("sample")
     table = pq.read_table(SAMPLE_PATH)
@@ -128,8 +128,8 @@ def test_zero_copy_arrow_reads_equal_pyarrow(tmp_path):
     # a chunk with nulls goes through pyarrow's own conversion
     messages = pa.array([[{"content": "a", "role": "user"}], None], type=table.schema.field("messages").type)
     nulls = pa.table({"id": ["x", None], "messages": messages})
-    from sftpack.builder.source.base import SourceInfo
-    from sftpack.builder.source.table import TableSource
+    from sftpack.sources.base import SourceInfo
+    from sftpack.sources.table import TableSource
 
     assert TableSource(nulls, SourceInfo("t", "memory")).take([1, 0]) == [("sftpack:source-row-1", None), ("x", [{"content": "a", "role": "user"}])]
 
@@ -138,7 +138,7 @@ def test_memory_mapped_arrow_source_survives_page_release(tmp_path, monkeypatch)
     import pyarrow as pa
     from synthetic import write_synthetic_arrow
 
-    import sftpack.builder.source.table as source_module
+    import sftpack.sources.table as source_module
 
     path = tmp_path / "src.arrow"
     write_synthetic_arrow(path, 500, seed=4)
@@ -156,7 +156,7 @@ def test_large_parquet_goes_through_the_datasets_arrow_cache(tmp_path, monkeypat
     import pyarrow.parquet as pq
     from synthetic import write_synthetic_parquet
 
-    import sftpack.builder.source.table as source_module
+    import sftpack.sources.table as source_module
 
     shards = tmp_path / "shards"
     shards.mkdir()
@@ -181,8 +181,8 @@ def test_large_parquet_goes_through_the_datasets_arrow_cache(tmp_path, monkeypat
     b"",
 ])
 def test_jsonl_line_scan_equals_a_plain_split_at_any_block_size(block, text, tmp_path, monkeypatch):
-    from sftpack.builder.source.base import SourceInfo
-    from sftpack.builder.source.jsonl import JsonLinesSource
+    from sftpack.sources.base import SourceInfo
+    from sftpack.sources.jsonl import JsonLinesSource
 
     path = tmp_path / "s.jsonl"
     path.write_bytes(text)

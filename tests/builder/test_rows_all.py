@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from sftpack import BuildConfig, build, permutation, read_rows
-from sftpack.builder.conversation import Skip
-from sftpack.builder.encode import make_encoder
-from sftpack.builder.source import open_source
-from sftpack.builder.source.base import RowError
+from sftpack.families.conversation import Skip
+from sftpack.families.encode import make_encoder
+from sftpack.sources import open_source
+from sftpack.sources.base import RowError
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
 from helpers.outputs import built, built_names

@@ -89,7 +89,7 @@ def skipped(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def encoder():
-    from sftpack.builder.encode import make_encoder
+    from sftpack.families.encode import make_encoder
     from sftpack.families.profiles import load_profile
     from sftpack.tokenizers.loading import load_vocab
 

@@ -36,7 +36,7 @@ def rows_path(built):
 @pytest.fixture(scope="module")
 def encoded():
     """Each conversation's (tokens, mask) as the build encodes it."""
-    from sftpack.builder.encode import make_encoder
+    from sftpack.families.encode import make_encoder
     from sftpack.families.profiles import load_profile
     from sftpack.tokenizers.loading import load_vocab
 

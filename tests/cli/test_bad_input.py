@@ -36,8 +36,8 @@ from helpers.chat import u as U
 from helpers.qwen_reference import mask_from_token_bytes, qwen_by_hand
 from helpers.outputs import built
 from sftpack.builder import pipeline  # noqa: E402
-from sftpack.builder.conversation import SKIP_REASONS, Skip
-from sftpack.builder.encode import MAX_RENDERED_CHARS, encode_conversation, make_encoder
+from sftpack.families.conversation import SKIP_REASONS, Skip
+from sftpack.families.encode import MAX_RENDERED_CHARS, encode_conversation, make_encoder
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.loading import load_vocab
@@ -774,7 +774,7 @@ def test_real_subprocess_one_line_no_traceback(tmp_path, small_source):
 
 
 def test_jsonl_with_a_utf8_byte_order_mark_keeps_its_first_row(tmp_path):
-    from sftpack.builder.source import open_source
+    from sftpack.sources import open_source
 
     path = tmp_path / "bom.jsonl"
     row = '{"id": "first", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}\n'
@@ -783,8 +783,8 @@ def test_jsonl_with_a_utf8_byte_order_mark_keeps_its_first_row(tmp_path):
 
 
 def test_absurdly_nested_json_line_is_a_counted_skip(tmp_path):
-    from sftpack.builder.source import open_source
-    from sftpack.builder.source.base import RowError
+    from sftpack.sources import open_source
+    from sftpack.sources.base import RowError
 
     path = tmp_path / "deep.jsonl"
     path.write_text("[" * 100000 + "]" * 100000 + "\n")

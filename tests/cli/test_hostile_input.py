@@ -445,8 +445,8 @@ def test_source_changed_after_its_last_read_is_refused(offline_vocab, tmp_path):
     # every row the build needs is read before the change: only the check at the end of the build can see it
     from sftpack.builder.config import BuildConfig
     from sftpack.builder.pipeline import build
-    from sftpack.builder.source.base import SourceChanged, SourceInfo
-    from sftpack.builder.source.memory import ListSource
+    from sftpack.sources.base import SourceChanged, SourceInfo
+    from sftpack.sources.memory import ListSource
 
     class ChangesWhenRead(ListSource):
         reads = 0

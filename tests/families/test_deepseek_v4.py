@@ -21,7 +21,7 @@ from helpers.chat import a, s, supervised_runs, u
 from helpers.dsv4_reference import encode_messages
 from helpers.outputs import built
 from sftpack.base.errors import UsageError
-from sftpack.builder.encode import make_encoder
+from sftpack.families.encode import make_encoder
 from sftpack.cli import main
 from sftpack.families.deepseek_v4 import render
 from sftpack.families.profiles import load_profile

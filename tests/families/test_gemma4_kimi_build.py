@@ -35,9 +35,9 @@ from helpers.kimi_reference import kimi_encode
 from helpers.shared import jinja_render, official_template
 from helpers.small_vocabs import GEMMA_SPECIAL_IDS, kimi_test_files, kimi_test_ranks, save_gemma_test_tokenizer_dir
 from helpers.outputs import built
-from sftpack.builder.conversation import Skip
-from sftpack.builder.encode import make_encoder
-from sftpack.builder.source import SAMPLE_PATH
+from sftpack.families.conversation import Skip
+from sftpack.families.encode import make_encoder
+from sftpack.sources import SAMPLE_PATH
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.kimi import MAX_ENCODE_CHARS, MAX_RUN_CHARS, load_kimi_encoding
@@ -337,7 +337,7 @@ def test_a_family_without_native_renderer_uses_its_template(families, family, mo
     import dataclasses
 
     from sftpack.base.errors import UsageError
-    from sftpack.builder.encode import choose_renderer
+    from sftpack.families.encode import choose_renderer
     from sftpack.families.registry import FAMILIES, Family
 
     fam = families[family]

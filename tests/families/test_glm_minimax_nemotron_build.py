@@ -33,7 +33,7 @@ from helpers.family_vocabs import FAMILIES as STAND_INS
 from helpers.family_vocabs import save_stand_in_dir
 from helpers.shared import official_template
 from helpers.outputs import built
-from sftpack.builder.encode import make_encoder
+from sftpack.families.encode import make_encoder
 from sftpack.cli import main
 from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.loading import load_vocab

@@ -11,7 +11,7 @@ import pytest
 from helpers import chat
 from helpers.tricky_conversations import GPT_OSS as TRICKY
 from helpers.shared import jinja_render, official_template
-from sftpack.builder.encode import make_encoder
+from sftpack.families.encode import make_encoder
 from sftpack.families.gpt_oss import make_renderer
 from sftpack.families.profiles import load_mask_rule, load_profile
 from sftpack.families.render import TemplateError
@@ -144,7 +144,7 @@ def test_gpt_oss_mask_hand_checked(encoder, messages, expected):
 
 
 def test_rule_example_and_token_ids(encoder, harmony):
-    from sftpack.builder.mask import supervised_spans
+    from sftpack.families.mask import supervised_spans
 
     rule = load_mask_rule("gpt_oss")
     messages = conv(("user", "?"), ("assistant", "Paris."))

@@ -9,8 +9,8 @@ import pytest
 
 from helpers.rows_fixtures import sample_conversations
 from helpers.shared import official_template
-from sftpack.builder.mask import close_final_turn, supervised_spans
-from sftpack.builder.prove import sanitized_markers
+from sftpack.families.mask import close_final_turn, supervised_spans
+from sftpack.families.proof import sanitized_markers
 from sftpack.families.infer import InferenceError, infer_rule
 from sftpack.families.jinja import JinjaRenderer
 from sftpack.families.registry import FAMILIES

@@ -16,7 +16,7 @@ from sftpack.families.jinja import JinjaRenderer
 from sftpack.families.profiles import load_mask_rule
 from sftpack.families.registry import get_family
 from sftpack.families.render import TemplateError
-from sftpack.builder.mask import supervised_spans
+from sftpack.families.mask import supervised_spans
 
 # family -> (official template, the tokenizer's special tokens the path is given, template variables, options)
 FAMILIES = {

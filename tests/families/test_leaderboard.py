@@ -15,11 +15,11 @@ from helpers.rows_fixtures import offline, sample_conversations
 from helpers.shared import jinja_render, official_template
 from helpers.small_vocabs import SHARED_GEMMA4_TEMPLATE, kimi_test_files, save_gemma_test_tokenizer_dir
 from sftpack.builder.config import BuildConfig
-from sftpack.builder.conversation import Skip, check_messages
+from sftpack.families.conversation import Skip, check_messages
 from sftpack.builder.pipeline import build
 from sftpack.cli import main
 from sftpack.families.profiles import list_profiles, load_profile
-from sftpack.families.probe import probe_conversations
+from sftpack.families.template_match import probe_conversations
 from sftpack.tokenizers.loading import load_vocab
 
 LEADERBOARD = [
@@ -84,7 +84,7 @@ def check_ok(messages) -> bool:
 
 
 def test_nemotron_super_builds_on_the_native_nemotron_renderer(stand_ins):
-    from sftpack.builder.encode import make_encoder
+    from sftpack.families.encode import make_encoder
 
     profile = load_profile("Nemotron-3-Super-120B-A12B")
     encoder = make_encoder(profile, load_vocab(profile, str(stand_ins["nemotron3_super"])))

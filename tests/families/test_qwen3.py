@@ -8,7 +8,7 @@ import pytest
 from helpers import chat
 from helpers.tricky_conversations import QWEN3 as TRICKY
 from helpers.shared import official_template
-from sftpack.builder.encode import make_encoder
+from sftpack.families.encode import make_encoder
 from sftpack.families.profiles import load_mask_rule, load_profile
 from sftpack.families.qwen3 import render
 from sftpack.families.render import TemplateError
@@ -159,7 +159,7 @@ def test_step_loss_mask_turns_a_turn_off(encoder):
 
 
 def test_rule_example_and_token_ids(encoder):
-    from sftpack.builder.mask import supervised_spans
+    from sftpack.families.mask import supervised_spans
 
     rule = load_mask_rule("qwen3")
     messages = conv(("user", "?"), ("assistant", "Paris."))

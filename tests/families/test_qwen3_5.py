@@ -9,7 +9,7 @@ import pytest
 from helpers import chat
 from helpers.qwen_reference import slime_qwen3_5_mask
 from helpers.shared import jinja_render, official_template
-from sftpack.builder.encode import ConversationEncoder, make_encoder
+from sftpack.families.encode import ConversationEncoder, make_encoder
 from sftpack.families.profiles import load_mask_rule, load_profile
 from sftpack.families.qwen3_5 import render
 from sftpack.families.render import TemplateError
@@ -81,7 +81,7 @@ def test_step_loss_mask_turns_a_turn_off(encoder):
 
 
 def test_rule_example_in_mask_file(encoder):
-    from sftpack.builder.mask import supervised_spans
+    from sftpack.families.mask import supervised_spans
 
     rule = load_mask_rule("qwen3_5")
     messages = conv(("user", "?"), ("assistant", "Paris."))

@@ -95,8 +95,8 @@ def rewrite_as(src, dst, fmt: str, string_messages: bool) -> None:
 
 def sample_conversations(count: int) -> list[list]:
     """The first ``count`` conversations of the bundled sample that pass the build's checks (their messages)."""
-    from sftpack.builder.conversation import Skip, check_messages
-    from sftpack.builder.source import SAMPLE_PATH
+    from sftpack.families.conversation import Skip, check_messages
+    from sftpack.sources import SAMPLE_PATH
 
     out = []
     for row in pq.read_table(SAMPLE_PATH, columns=["messages"]).slice(0, count + 200).to_pylist():

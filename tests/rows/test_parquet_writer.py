@@ -161,7 +161,7 @@ def test_abort_stops_the_thread_and_restores_the_interval(tmp_path):
 def test_footer_thrift_round_trip_and_stitching_of_other_files(tmp_path):
     from synthetic import PARQUET_OPTIONS  # tools/synthetic/ (the tests put tools/ on the path)
 
-    from sftpack.builder.source import SAMPLE_PATH
+    from sftpack.sources import SAMPLE_PATH
     from sftpack.rows.parts import Stitcher, _encode_struct, _footer, _parse_struct, _Reader, part
 
     # the bundled sample: another writer's options, with statistics (binary min/max) in its footer

@@ -61,10 +61,10 @@ def test_quicktok_is_used_for_the_families_whose_regex_it_implements(engines):
 
 
 def _sample_texts(family: str, vocab) -> list[str]:
-    from sftpack.builder.conversation import Skip
-    from sftpack.builder.encode import make_encoder
+    from sftpack.families.conversation import Skip
+    from sftpack.families.encode import make_encoder
     from sftpack.families.profiles import load_profile
-    from sftpack.builder.source import open_source
+    from sftpack.sources import open_source
 
     encoder = make_encoder(load_profile(FAMILIES[family]), vocab)
     texts = []
@@ -167,8 +167,8 @@ TEMPLATE_FILES = {"qwen3_5": "qwen3_5.jinja", "qwen3": "qwen3.jinja", "gpt_oss":
 @pytest.mark.parametrize("family", FAMILIES)
 def test_official_template_renders_token_for_token(engines, family):
     from helpers.shared import jinja_render, official_template
-    from sftpack.families.probe import probe_conversations
-    from sftpack.builder.source import open_source
+    from sftpack.families.template_match import probe_conversations
+    from sftpack.sources import open_source
 
     vocab, enc, fast = engines[family]
     template = official_template(TEMPLATE_FILES[family])

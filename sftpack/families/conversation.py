@@ -5,7 +5,7 @@
     >>> check_messages([{"role": "assistant", "content": "Yo"}])
     Traceback (most recent call last):
     ...
-    sftpack.builder.conversation.Skip: no_user_message: no message has role 'user'
+    sftpack.families.conversation.Skip: no_user_message: no message has role 'user'
 """
 
 from __future__ import annotations

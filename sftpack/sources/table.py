@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sftpack.base.errors import UsageError
-from sftpack.builder.source.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
-from sftpack.builder.source.huggingface import load_hub
-from sftpack.builder.source.sharegpt import missing_column, sharegpt_table
+from sftpack.sources.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
+from sftpack.sources.huggingface import load_hub
+from sftpack.sources.sharegpt import missing_column, sharegpt_table
 from sftpack.families.profiles import TULU_REPO
 
 # Parquet sources above this size are memory-mapped through the `datasets` Arrow cache instead of being

@@ -19,8 +19,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sftpack.base.bundled import SAMPLE_PATH
 from sftpack.base.errors import UsageError
-from sftpack.builder.source.base import (
+from sftpack.sources.base import (
     RESERVED_ID_PREFIX,
     RowError,
     Source,
@@ -30,18 +31,16 @@ from sftpack.builder.source.base import (
     source_id,
     wide_encoding,
 )
-from sftpack.builder.source.huggingface import hub_id, is_saved_dataset, load_hub, load_saved, resolve_revision
-from sftpack.builder.source.jsonl import JsonLinesSource
-from sftpack.builder.source.memory import ListSource, source_from_rows
-from sftpack.builder.source.sharegpt import COLUMN as SHAREGPT_COLUMN, ROLE_MAP, missing_column
-from sftpack.builder.source.table import (TableSource, open_hub, open_parquet, quiet_datasets, read_arrow,
-                                          read_arrow_files)
+from sftpack.sources.huggingface import hub_id, is_saved_dataset, load_hub, load_saved, resolve_revision
+from sftpack.sources.jsonl import JsonLinesSource
+from sftpack.sources.memory import ListSource, source_from_rows
+from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, ROLE_MAP, missing_column
+from sftpack.sources.table import (TableSource, open_hub, open_parquet, quiet_datasets, read_arrow,
+                                   read_arrow_files)
 from sftpack.families.profiles import TULU_REVISION
 
 __all__ = ["JsonLinesSource", "ListSource", "RESERVED_ID_PREFIX", "RowError", "SAMPLE_PATH", "Source", "SourceChanged",
            "SourceInfo", "TableSource", "generated_id", "open_source", "source_from_rows", "source_id"]
-
-SAMPLE_PATH = Path(__file__).resolve().parents[2] / "data" / "tulu3_sample.parquet"
 
 
 def open_source(spec: str = "hub", *, revision: str | None = None, sharegpt: bool = False) -> Source:

@@ -17,8 +17,8 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.refs import resolve
-from sftpack.builder.conversation import Skip, check_messages
-from sftpack.builder.mask import RuleMismatch, close_final_turn, supervised_spans
+from sftpack.families.conversation import Skip, check_messages
+from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.infer import REASONING_MARKERS
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
 from sftpack.families.jinja import RenderTooLarge
@@ -81,7 +81,7 @@ def choose_renderer(profile: Profile, vocab: Vocab, rule: MaskRule) -> tuple[Ren
     """The native renderer of the profile's template family when it reproduces the tokenizer's own chat
     template on the probe conversations (or the tokenizer has none); else the template through Jinja, once the
     rule is proved on it where no native renderer vouches for where turns end."""
-    from sftpack.families.probe import probe_conversations
+    from sftpack.families.template_match import probe_conversations
 
     native = profile.family.renderer(profile.template_options)  # None: a family whose template is rendered through Jinja
     template = vocab.info.chat_template
@@ -105,7 +105,7 @@ def choose_renderer(profile: Profile, vocab: Vocab, rule: MaskRule) -> tuple[Ren
 def reproduces(native: Renderer, template: Callable[[list], str]) -> bool:
     """Whether ``native`` writes exactly what ``template`` (``messages -> text``) writes on every probe conversation,
     raising where it raises."""
-    from sftpack.families.probe import probe_conversations
+    from sftpack.families.template_match import probe_conversations
 
     for conversation in probe_conversations():
         try:
@@ -143,9 +143,9 @@ def _jinja_renderer(profile: Profile, vocab: Vocab, template: str, rule: MaskRul
 
 
 def _prove(profile: Profile, vocab: Vocab, rule: MaskRule) -> str:
-    """Prove ``rule`` on the tokenizer's template (:mod:`sftpack.builder.prove`), or one line naming the conversation
+    """Prove ``rule`` on the tokenizer's template (:mod:`sftpack.families.proof`), or one line naming the conversation
     and why it cannot be masked."""
-    from sftpack.builder.prove import ProofFailure, battery, prove
+    from sftpack.families.proof import ProofFailure, battery, prove
     from sftpack.families.infer import TemplateRunner
 
     template = vocab.info.chat_template
@@ -182,7 +182,7 @@ def check_rule_fits(profile: Profile, render: Renderer, rule: MaskRule) -> None:
     header or end marker is not what the template writes (a rule file a user wrote for a profile of their own).
     Some probes are odd (two assistant messages in a row) and a template may merge their turns: one is enough."""
     from sftpack.families.jinja import TurnNotFound
-    from sftpack.families.probe import probe_conversations
+    from sftpack.families.template_match import probe_conversations
 
     misfit = None
     for conversation in probe_conversations():

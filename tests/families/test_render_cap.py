@@ -1,4 +1,4 @@
-"""A conversation's rendered text is capped (sftpack.builder.encode.MAX_RENDERED_CHARS characters): a template that
+"""A conversation's rendered text is capped (sftpack.families.encode.MAX_RENDERED_CHARS characters): a template that
 writes more - a loop over a message, say - is stopped as it writes, and the conversation is a counted
 ``rendered_too_large`` skip, as is source content that long through a native renderer."""
 
@@ -13,7 +13,7 @@ import yaml
 from helpers.cli_outcomes import cli, offline_vocab_fixture
 from helpers.shared import shared_file
 from helpers.family_vocabs import save_stand_in_dir
-from sftpack.builder.encode import MAX_RENDERED_CHARS
+from sftpack.families.encode import MAX_RENDERED_CHARS
 
 offline_vocab = offline_vocab_fixture("Qwen3.5-122B-A10B")
 
@@ -69,7 +69,7 @@ def test_content_past_the_cap_is_a_counted_skip_and_strict_names_the_cap(tmp_pat
 
 def test_encode_conversation_raises_the_skip():
     from sftpack import encode_conversation
-    from sftpack.builder.conversation import Skip
+    from sftpack.families.conversation import Skip
 
     with pytest.raises(Skip) as caught:
         encode_conversation([{"role": "user", "content": "z" * (MAX_RENDERED_CHARS + 1)},

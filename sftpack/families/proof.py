@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sftpack.base.errors import UsageError
-from sftpack.builder.mask import RuleMismatch, close_final_turn, supervised_spans
+from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.infer import MARKER, REASONING_MARKERS, TemplateRunner, common_prefix
 from sftpack.families.jinja import JinjaRenderer
 from sftpack.families.profiles import MaskRule, list_mask_rules, load_mask_rule
@@ -110,8 +110,8 @@ def sample_conversations(count: int = SAMPLE_CONVERSATIONS) -> list[tuple[str, l
     """The bundled sample's first ``count`` valid conversations, named by their ids."""
     import pyarrow.parquet as pq
 
-    from sftpack.builder.conversation import Skip, check_messages
-    from sftpack.builder.source import SAMPLE_PATH
+    from sftpack.families.conversation import Skip, check_messages
+    from sftpack.base.bundled import SAMPLE_PATH
 
     out = []
     for row in pq.read_table(SAMPLE_PATH, columns=["id", "messages"]).slice(0, 4 * count).to_pylist():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sftpack.builder.source.base import RowError, Source, SourceInfo, generated_id, source_id
+from sftpack.sources.base import RowError, Source, SourceInfo, generated_id, source_id
 
 
 class ListSource(Source):

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.qwen_reference import is_tool_response, mask_from_token_bytes, qwen_by_hand  # noqa: F401
-from sftpack.builder.conversation import Skip
-from sftpack.builder.encode import make_encoder
+from sftpack.families.conversation import Skip
+from sftpack.families.encode import make_encoder
 from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.loading import load_vocab
 

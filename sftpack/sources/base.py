@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
-from sftpack.builder.source.sharegpt import COLUMN as SHAREGPT_COLUMN, sharegpt_messages
+from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, sharegpt_messages
 
 
 

@@ -24,7 +24,7 @@ from helpers import REPO
 from helpers.fake_hub import FakeHub
 from helpers.small_vocabs import kimi_test_files
 from sftpack.base.errors import UsageError
-from sftpack.builder.source import SAMPLE_PATH
+from sftpack.sources import SAMPLE_PATH
 
 ROWS, ROW_TOKENS = 3, 1024
 # ShareGPT's names for Tulu's roles, written out here (the product's mapping is the inverse of this)

@@ -1,4 +1,4 @@
-"""Proof before use (sftpack.builder.prove): a rule is checked against the template itself on the battery."""
+"""Proof before use (sftpack.families.proof): a rule is checked against the template itself on the battery."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from helpers.shared import official_template
-from sftpack.builder.prove import ProofFailure, battery, edge_cases, prove
+from sftpack.families.proof import ProofFailure, battery, edge_cases, prove
 from sftpack.families.infer import TemplateRunner, infer_rule
 from sftpack.families.profiles import load_mask_rule
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sftpack.builder.source.base import RowError, Source, SourceChanged, SourceInfo, json_type, source_id
+from sftpack.sources.base import RowError, Source, SourceChanged, SourceInfo, json_type, source_id
 
 # By byte value: neither JSON whitespace nor a byte of the UTF-8 byte-order mark (EF BB BF): a line of only those
 # is not a row (no JSON text is made of them alone).
