@@ -39,6 +39,7 @@ def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str 
         model = stated.model if stated is not None else None
     if model is None:
         if required:
+            rows.check_masks()  # a file no reader accepts says so first: naming a model would not help
             raise UsageError(f"{parquet}: no build record beside it names the model: pass --model NAME (or --tokenizer)")
         return None
     return load_vocab(load_profile(model), tokenizer)

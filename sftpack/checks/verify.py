@@ -102,6 +102,9 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
         checks.append(Check(key, value, measured, (value == measured) if ok is None and measured is not None else ok, note))
 
     add("rows_sha256", figures["rows_sha256"], note="tokens + loss masks of every row, in order")
+    boundaries = getattr(rows_file, "boundaries_checked", None)
+    if boundaries:  # a trainer's layout: what the trainer reads as documents was checked too (else refused above)
+        checks.append(Check("boundaries", "the provenance's", rows_file.layout.boundary_column, True, boundaries))
     add("parquet_sha256", sha, note="the file's bytes")
     add("parquet_bytes", size)
     if not is_of_format(parquet, declared.get("rows_format")):  # the declared file is another format's (a recipe's)

@@ -17,6 +17,11 @@ import numpy as np
 from sftpack.rows.token_lists import BadBoundaries, TokenListLayout, TokenListRows, TokenListWriter
 
 
+def _stored(boundaries: list[int]) -> list[int]:
+    """A row's ``seq_start_id``: where each of its documents starts."""
+    return list(boundaries[:-1])
+
+
 def _encode(tokens: np.ndarray, mask: np.ndarray, boundaries: list[list[int]]):
     for index, starts in enumerate(boundaries):
         supervised = [start for start in starts[:-1] if mask[index, start]]
@@ -24,7 +29,7 @@ def _encode(tokens: np.ndarray, mask: np.ndarray, boundaries: list[list[int]]):
             raise BadBoundaries(index, f"the token at {supervised[0]} starts a document and is a target")
     stored = np.zeros_like(mask)
     stored[:, :-1] = mask[:, 1:]
-    return stored, [starts[:-1] for starts in boundaries]
+    return stored, [_stored(b) for b in boundaries]
 
 
 def _decode(tokens: np.ndarray, stored: np.ndarray, seq_start_ids: list[list[int]]) -> np.ndarray:
@@ -32,14 +37,15 @@ def _decode(tokens: np.ndarray, stored: np.ndarray, seq_start_ids: list[list[int
     mask = np.zeros_like(stored)
     mask[:, 1:] = stored[:, :-1]
     for index, starts in enumerate(seq_start_ids):
-        if not starts or starts[0] != 0 or any(b < a for a, b in zip(starts, starts[1:])) or starts[-1] >= width:
+        if not starts or starts[0] != 0 or any(b <= a for a, b in zip(starts, starts[1:])) or starts[-1] >= width:
             raise BadBoundaries(index, f"{starts[:8]} are not document starts in {width} tokens")
         mask[index, starts] = 0  # the entry before a document start is never read: no target there
     return mask
 
 
 LAYOUT = TokenListLayout("Megatron-Bridge", mask_column="loss_mask", boundary_column="seq_start_id",
-                         encode=_encode, decode=_decode)
+                         encode=_encode,
+                         decode=_decode, stored=_stored)
 
 
 class MegatronBridgeWriter(TokenListWriter):

@@ -74,7 +74,8 @@ def open_rows(path: str | Path) -> pq.ParquetFile:
     twice = duplicated_columns(names)
     if twice:  # a reader asking for such a column by name cannot know which one it gets
         raise NotSftpackRows(f"{path}: not sftpack rows (column {', '.join(map(repr, twice))} appears more than once)")
-    if "tokens" not in names or "loss_mask" not in names or pf.schema_arrow.field("tokens").type != pa.binary():
+    if "tokens" not in names or "loss_mask" not in names or any(pf.schema_arrow.field(c).type != pa.binary()
+                                                                for c in ("tokens", "loss_mask")):
         raise NotSftpackRows(f"{path}: not sftpack rows (needs binary `tokens` and `loss_mask` columns)")
     return pf
 
@@ -93,15 +94,18 @@ def row_tokens_of(pf: pq.ParquetFile) -> int:
     return int(value)
 
 
-def _binary_matrix(array: pa.Array, width: int, dtype, what: str) -> np.ndarray:
+def _binary_matrix(array: pa.Array, width: int, dtype, what: str, path, first_row: int) -> np.ndarray:
     """A binary column whose values all have ``width`` bytes, as a 2-D numpy view (no per-row copies)."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
     if array.null_count:
-        raise NotSftpackRows(f"`{what}` has null rows")
+        row = first_row + int(np.flatnonzero(~array.is_valid().to_numpy(zero_copy_only=False))[0])
+        raise NotSftpackRows(f"{path}: row {row}: `{what}` is null")
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[array.offset : array.offset + len(array) + 1]
-    if len(array) and not np.all(np.diff(offsets) == width):
-        raise NotSftpackRows(f"`{what}` rows are not all {width} bytes")
+    wrong = np.flatnonzero(np.diff(offsets) != width)
+    if len(wrong):
+        raise NotSftpackRows(f"{path}: row {first_row + int(wrong[0])}: `{what}` holds "
+                             f"{int(offsets[wrong[0] + 1] - offsets[wrong[0]])} bytes, not {width}")
     data = array.buffers()[2]
     start = int(offsets[0]) if len(array) else 0
     flat = np.frombuffer(data, dtype=np.uint8)[start : start + width * len(array)]
@@ -133,12 +137,14 @@ class ParquetRows(RowsReader):
 
     def read_group(self, group: int) -> tuple[np.ndarray, np.ndarray]:
         table = self._pf().read_row_group(group, columns=["tokens", "loss_mask"], use_threads=False)
-        return (_binary_matrix(table.column("tokens"), 4 * self.row_tokens, "<i4", "tokens"),
-                _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask"))
+        first = int(self.group_bounds[group])
+        return (_binary_matrix(table.column("tokens"), 4 * self.row_tokens, "<i4", "tokens", self.path, first),
+                _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask", self.path, first))
 
     def read_masks(self, group: int) -> np.ndarray:
         table = self._pf().read_row_group(group, columns=["loss_mask"], use_threads=False)
-        return _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask")
+        return _binary_matrix(table.column("loss_mask"), self.row_tokens, np.uint8, "loss_mask", self.path,
+                              int(self.group_bounds[group]))
 
     def read_provenance_group(self, group: int) -> list[tuple]:
         if not self.has_provenance:  # files written before provenance existed

@@ -62,19 +62,24 @@ class TokenListLayout:
     """A trainer's layout. ``mask_column`` and ``boundary_column`` are the list columns beside ``input_ids``;
     ``encode(tokens, mask, boundaries) -> (stored_mask, stored_boundaries)`` and
     ``decode(tokens, stored_mask, stored_boundaries) -> mask`` convert one row group ([n, row_tokens] arrays;
-    ``boundaries`` per row: 0, every document start, row_tokens)."""
+    ``boundaries`` per row: 0, every document start, row_tokens); ``stored(boundaries)`` is one row's boundary
+    list as the layout stores it, which a reader compares with what the row's provenance says."""
 
     name: str
     mask_column: str
     boundary_column: str
     encode: Callable
     decode: Callable
+    stored: Callable
+
+    def fields(self) -> list:
+        """Every column of the layout, with its exact type."""
+        return [pa.field("input_ids", TOKEN_LIST), pa.field(self.mask_column, MASK_LIST),
+                pa.field(self.boundary_column, pa.list_(pa.int32())), *PROVENANCE_SCHEMA]
 
     def schema(self, row_tokens: int, build_name: str) -> pa.Schema:
-        fields = [pa.field("input_ids", TOKEN_LIST), pa.field(self.mask_column, MASK_LIST),
-                  pa.field(self.boundary_column, pa.list_(pa.int32())), *PROVENANCE_SCHEMA]
-        return pa.schema(fields, metadata={META_FORMAT: FORMAT_VERSION, META_ROW_TOKENS: str(row_tokens),
-                                           META_BUILD: build_name})
+        return pa.schema(self.fields(), metadata={META_FORMAT: FORMAT_VERSION, META_ROW_TOKENS: str(row_tokens),
+                                                  META_BUILD: build_name})
 
 
 def row_boundaries(pieces, row_tokens: int) -> list[int]:
@@ -167,20 +172,58 @@ class TokenListWriter:
             os.close(fd)
 
 
-def _list_matrix(column, width: int, dtype, what: str, path) -> np.ndarray:
+def _nulls(array: pa.Array) -> int | None:
+    """Index of the first row that is null or holds a null value, or None."""
+    if array.null_count:
+        return int(np.flatnonzero(~array.is_valid().to_numpy(zero_copy_only=False))[0])
+    if array.values.null_count:
+        offsets = array.offsets.to_numpy()
+        first = offsets[0] + int(np.flatnonzero(~array.values.slice(offsets[0]).is_valid().to_numpy(
+            zero_copy_only=False))[0])
+        return int(np.searchsorted(offsets, first, side="right")) - 1
+    return None
+
+
+def _list_matrix(column, width: int, dtype, what: str, path, first_row: int) -> np.ndarray:
     """A list column whose lists all hold ``width`` values, as [n, width] (one copy of the values)."""
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if array.null_count:
-        raise NotSftpackRows(f"{path}: `{what}` has null rows")
+    null = _nulls(array)
+    if null is not None:
+        raise NotSftpackRows(f"{path}: row {first_row + null}: `{what}` is null or holds a null")
     offsets = array.offsets.to_numpy()
-    if len(array) and not np.all(np.diff(offsets) == width):
-        raise NotSftpackRows(f"{path}: `{what}` rows do not all hold {width} values")
+    wrong = np.flatnonzero(np.diff(offsets) != width)
+    if len(wrong):
+        raise NotSftpackRows(f"{path}: row {first_row + int(wrong[0])}: `{what}` holds "
+                             f"{int(offsets[wrong[0] + 1] - offsets[wrong[0]])} values, not the row's {width}")
     values = array.values.slice(offsets[0], width * len(array)) if len(array) else array.values.slice(0, 0)
     return np.asarray(values.to_numpy(zero_copy_only=False), dtype=dtype).reshape(len(array), width)
 
 
+def _type_name(value_type: pa.DataType) -> str:
+    """``list<int32>``: a type as the messages write it (a list's item name left out)."""
+    if pa.types.is_list(value_type) or pa.types.is_large_list(value_type):
+        return f"{'large_' if pa.types.is_large_list(value_type) else ''}list<{_type_name(value_type.value_type)}>"
+    return str(value_type)
+
+
+def _type_problem(schema: pa.Schema, expected: list) -> str | None:
+    """The first column whose type is not exactly the layout's (a reader must not coerce: int64 ids would be read
+    modulo 2**32, floats and strings converted), or None. A list's item name (``item``, ``element``) is free."""
+    for field in expected:
+        if field.name in schema.names and _type_name(schema.field(field.name).type) != _type_name(field.type):
+            return f"column `{field.name}` is {_type_name(schema.field(field.name).type)}, not {_type_name(field.type)}"
+    return None
+
+
+def _shown(values: list) -> str:
+    return str(values) if len(values) <= 8 else f"[{', '.join(map(str, values[:8]))}, … ({len(values)} values)]"
+
+
 class TokenListRows(RowsReader):
-    """Reads a file in a :class:`TokenListLayout` (the subclass names it): row groups are parquet row groups."""
+    """Reads a file in a :class:`TokenListLayout` (the subclass names it): row groups are parquet row groups.
+    Nothing is coerced: every column has exactly the layout's type, no row or value is null, and each row's
+    boundary list is exactly the one its provenance's conversation starts give (what a trainer reads is what
+    ``rows_sha256`` and ``inspect`` describe)."""
 
     layout: TokenListLayout
 
@@ -199,10 +242,14 @@ class TokenListRows(RowsReader):
         if twice:  # a reader asking for such a column by name cannot know which one it gets
             raise NotSftpackRows(f"{self.path}: not sftpack rows (column {', '.join(map(repr, twice))} appears more "
                                  "than once)")
-        missing = [c for c in ("input_ids", self.layout.mask_column, self.layout.boundary_column) if c not in names]
-        if missing:
+        missing = [c for c in ("input_ids", self.layout.mask_column, self.layout.boundary_column, *PROVENANCE_COLUMNS)
+                   if c not in names]
+        if missing:  # without the provenance, the boundaries a trainer reads could not be checked
             raise NotSftpackRows(f"{self.path}: not sftpack rows in the {self.layout.name} layout "
                                  f"({', '.join(missing)} missing)")
+        wrong = _type_problem(self.file.schema_arrow, self.layout.fields())
+        if wrong:
+            raise NotSftpackRows(f"{self.path}: {wrong}: not the {self.layout.name} layout's type")
         try:
             self.row_tokens = int(meta[META_ROW_TOKENS.encode()])
         except ValueError:
@@ -210,28 +257,53 @@ class TokenListRows(RowsReader):
         self.build_name = meta.get(META_BUILD.encode(), b"").decode("utf-8", "replace") or None
         sizes = [self.file.metadata.row_group(g).num_rows for g in range(self.file.metadata.num_row_groups)]
         self.group_bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
-        self.has_provenance = all(c in names for c in PROVENANCE_COLUMNS)
+        self.has_provenance = True
+
+    @property
+    def boundaries_checked(self) -> str:
+        """What every read checks of the boundary column (``hash`` and ``verify`` say it)."""
+        return (f"{self.layout.boundary_column} checked in every row: the {self.layout.name} document boundaries "
+                "equal the provenance's conversation starts")
+
+    def hash(self, per_row: bool = False) -> dict:
+        return {**super().hash(per_row), "boundaries": self.boundaries_checked}
 
     def read_group(self, group: int) -> tuple[np.ndarray, np.ndarray]:
-        layout = self.layout
+        layout, first = self.layout, int(self.group_bounds[group])
         table = self.file.read_row_group(group, columns=["input_ids", layout.mask_column, layout.boundary_column],
                                          use_threads=False)
-        tokens = _list_matrix(table.column("input_ids"), self.row_tokens, np.int32, "input_ids", self.path)
+        tokens = _list_matrix(table.column("input_ids"), self.row_tokens, np.int32, "input_ids", self.path, first)
         stored = _list_matrix(table.column(layout.mask_column), self.row_tokens, np.int16, layout.mask_column,
-                              self.path)
-        if ((stored < 0) | (stored > 1)).any():
-            raise NotSftpackRows(f"{self.path}: {layout.mask_column} holds values other than 0 and 1")
-        boundaries = table.column(layout.boundary_column).to_pylist()
+                              self.path, first)
+        bad = np.flatnonzero(((stored < 0) | (stored > 1)).any(axis=1))
+        if len(bad):
+            raise NotSftpackRows(f"{self.path}: row {first + int(bad[0])}: `{layout.mask_column}` holds values "
+                                 "other than 0 and 1")
+        column = table.column(layout.boundary_column).combine_chunks()
+        null = _nulls(column)
+        if null is not None:
+            raise NotSftpackRows(f"{self.path}: row {first + null}: `{layout.boundary_column}` is null or holds a "
+                                 "null")
+        boundaries = column.to_pylist()
         try:
-            return tokens, layout.decode(tokens, stored.astype(np.uint8), boundaries)
+            mask = layout.decode(tokens, stored.astype(np.uint8), boundaries)
         except BadBoundaries as e:
-            row = int(self.group_bounds[group]) + e.row
-            raise NotSftpackRows(f"{self.path}: row {row}: {layout.boundary_column} {e}") from None
+            raise NotSftpackRows(f"{self.path}: row {first + e.row}: {layout.boundary_column} {e}") from None
+        self._compare_with_provenance(group, boundaries)
+        return tokens, mask
+
+    def _compare_with_provenance(self, group: int, boundaries: list) -> None:
+        """Refuse a row whose boundary list is not the one its provenance gives (a list that merely sums to the
+        row, reversed, or one document for several conversations would make a trainer attend across them)."""
+        first = int(self.group_bounds[group])
+        for k, (row, values) in enumerate(zip(boundaries, self.checked_provenance(group))):
+            expected = self.layout.stored(sorted({0, *values[1], self.row_tokens}))
+            if list(row) != list(expected):
+                raise NotSftpackRows(f"{self.path}: row {first + k}: `{self.layout.boundary_column}` {_shown(row)} "
+                                     f"is not the row's documents {_shown(expected)} (where its provenance's "
+                                     "conversations start)")
 
     def read_provenance_group(self, group: int) -> list[tuple]:
-        if not self.has_provenance:
-            missing = [c for c in PROVENANCE_COLUMNS if c not in self.file.schema_arrow.names]
-            raise NotSftpackRows(f"{self.path}: no provenance columns ({', '.join(missing)} missing)")
         table = self.file.read_row_group(group, columns=PROVENANCE_COLUMNS)
         columns = [table.column(c).to_pylist() for c in PROVENANCE_COLUMNS]
         return [tuple(v or [] for v in values) for values in zip(*columns)]
@@ -239,4 +311,7 @@ class TokenListRows(RowsReader):
     def stored_supervised_per_row(self) -> np.ndarray | None:
         if "supervised_tokens" not in self.file.schema_arrow.names:
             return None
-        return self.file.read(columns=["supervised_tokens"]).column("supervised_tokens").to_numpy().astype(np.int64)
+        column = self.file.read(columns=["supervised_tokens"]).column("supervised_tokens")
+        if column.null_count:
+            return None  # counted from the masks instead
+        return column.to_numpy().astype(np.int64)

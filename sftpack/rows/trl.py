@@ -16,8 +16,13 @@ import numpy as np
 from sftpack.rows.token_lists import BadBoundaries, TokenListLayout, TokenListRows, TokenListWriter
 
 
+def _stored(boundaries: list[int]) -> list[int]:
+    """A row's ``seq_lengths``: the lengths of its documents."""
+    return [int(n) for n in np.diff(boundaries)]
+
+
 def _encode(tokens: np.ndarray, mask: np.ndarray, boundaries: list[list[int]]):
-    return mask, [list(np.diff(b)) for b in boundaries]
+    return mask, [_stored(b) for b in boundaries]
 
 
 def _decode(tokens: np.ndarray, mask: np.ndarray, seq_lengths: list[list[int]]) -> np.ndarray:
@@ -29,7 +34,7 @@ def _decode(tokens: np.ndarray, mask: np.ndarray, seq_lengths: list[list[int]]) 
 
 
 LAYOUT = TokenListLayout("TRL", mask_column="assistant_masks", boundary_column="seq_lengths", encode=_encode,
-                         decode=_decode)
+                         decode=_decode, stored=_stored)
 
 
 class TrlWriter(TokenListWriter):

@@ -45,6 +45,8 @@ def test_a_build_in_the_format_holds_the_parquet_rows(fmt, parquet_build, tmp_pa
     assert main(["verify", str(record), "--rows", str(path)]) == 0
     out = capsys.readouterr().out
     assert "VERIFIED" in out and "not compared" not in out
+    boundary = {"trl": "seq_lengths", "megatron-bridge": "seq_start_id"}[fmt]  # what the trainer reads as documents
+    assert re.search(rf"\n  boundaries .*✓ OK .*{boundary} checked in every row", out), out
     assert main(["verify", str(record), "--rebuild", "--source", str(tmp_path / "convs.jsonl"), "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "VERIFIED" in out and "not compared" not in out
