@@ -50,15 +50,6 @@ def sharegpt_messages(conversation):
     return out
 
 
-def sharegpt_row(row):
-    """A JSON row with ``conversations`` as a row with ``messages`` (its other keys kept)."""
-    if not isinstance(row, dict) or COLUMN not in row:
-        return row
-    out = {k: v for k, v in row.items() if k != COLUMN}
-    out["messages"] = sharegpt_messages(row[COLUMN])
-    return out
-
-
 def sharegpt_table(table: pa.Table, where: str) -> pa.Table:
     """An Arrow table whose ``conversations`` column (list of struct{from, value}) becomes ``messages`` (list of
     struct{role, content}); the other columns are kept. The new column is built in memory."""
