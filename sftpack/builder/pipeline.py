@@ -29,9 +29,10 @@ from sftpack.builder.names import output_name
 from sftpack.builder.record import BuildRecord, BuildStats, OutputPaths, make_record
 from sftpack.sources import open_source
 from sftpack.sources.base import Source, SourceChanged
+from sftpack.sources.pins import TULU_REPO, TULU_REVISION
 from sftpack.builder.workers import WorkerDied, WorkerPool
 from sftpack.builder.writer_process import WriterProcess
-from sftpack.families.profiles import TULU_REPO, TULU_REVISION, load_profile
+from sftpack.families.profiles import load_profile
 from sftpack.rows.formats import get_row_format, new_row_writer
 from sftpack.tokenizers.loading import load_vocab
 from sftpack.tokenizers.vocab import Vocab

@@ -211,7 +211,7 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
     """The record of a finished build: what it was asked (``name``, ``rows``, ...), what it used (``profile``,
     ``vocab``, ``encoder``, ``source``), what it wrote (``rows_sha256``, ``supervised`` tokens, ``parquet`` =
     (sha256, bytes)) and ``stats``. ``every_row``: ``--rows all`` (``rows`` is then the rows the source gave)."""
-    from sftpack.families.profiles import TULU_REPO, TULU_REVISION
+    from sftpack.sources.pins import TULU_REPO, TULU_REVISION
 
     info = vocab.info
     tokenizer_pinned = bool(info.pins) and all(state == "match" for state in info.pins.values()) and info.source == "hub"

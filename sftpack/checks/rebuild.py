@@ -73,7 +73,7 @@ def _explicit_name(declared: dict) -> str | None:
 def _source_for(declared: dict, dataset: dict, source: str | None) -> str:
     """The ``--source`` that rebuilds the declared rows: the one given, else the one the declaration names. The
     bundled sample never rebuilds rows that came from another dataset: refused before anything is built."""
-    from sftpack.families.profiles import TULU_REPO
+    from sftpack.sources.pins import TULU_REPO
 
     origin = dataset.get("source")
     if source == "sample" and origin != "sample":

@@ -25,8 +25,6 @@ from sftpack.families.schema import Key, check, read_yaml
 # The loss_mask of a profile whose rule is inferred from the tokenizer's chat template when it builds
 # (sftpack.families.infer), and proved on it first (sftpack.families.proof): a model whose template is not public.
 INFERRED = "inferred"
-TULU_REPO = "allenai/tulu-3-sft-mixture"
-TULU_REVISION = "b14afda60f1bbebe55d5d2fa1e4df5042f97f8be"
 
 
 def resource_dir(name: str) -> Path:

@@ -34,10 +34,10 @@ from sftpack.sources.base import (
 from sftpack.sources.huggingface import hub_id, is_saved_dataset, load_hub, load_saved, resolve_revision
 from sftpack.sources.jsonl import JsonLinesSource
 from sftpack.sources.memory import ListSource, source_from_rows
+from sftpack.sources.pins import TULU_REVISION
 from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, ROLE_MAP, missing_column
 from sftpack.sources.table import (TableSource, open_hub, open_parquet, quiet_datasets, read_arrow,
                                    read_arrow_files)
-from sftpack.families.profiles import TULU_REVISION
 
 __all__ = ["JsonLinesSource", "ListSource", "RESERVED_ID_PREFIX", "RowError", "SAMPLE_PATH", "Source", "SourceChanged",
            "SourceInfo", "TableSource", "generated_id", "open_source", "source_from_rows", "source_id"]
@@ -115,9 +115,9 @@ def _check_first_row(source: Source, spec: str) -> None:
 
 
 def _open_hub_dataset(repo: str, revision: str | None, shape: dict) -> Source:
-    from sftpack.tokenizers.loading import hub_reachable
+    from sftpack.base import hub
 
-    if not hub_reachable():
+    if not hub.hub_reachable():
         raise UsageError(f"--source {repo}: cannot reach the Hugging Face hub to load it (or HF_HUB_OFFLINE is set)")
     commit = resolve_revision(repo, revision)
     with quiet_datasets():

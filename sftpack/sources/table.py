@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 from sftpack.base.errors import UsageError
 from sftpack.sources.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
 from sftpack.sources.huggingface import load_hub
+from sftpack.sources.pins import TULU_REPO
 from sftpack.sources.sharegpt import missing_column, sharegpt_table
-from sftpack.families.profiles import TULU_REPO
 
 # Parquet sources above this size are memory-mapped through the `datasets` Arrow cache instead of being
 # read into memory (the full Tulu 3 mixture is ~2.9 GB of Arrow).
@@ -262,9 +262,9 @@ def quiet_datasets():
 
 
 def open_hub(revision: str) -> Source:
-    from sftpack.tokenizers.loading import hub_reachable
+    from sftpack.base import hub
 
-    if not hub_reachable():
+    if not hub.hub_reachable():
         raise UsageError(
             f"--source hub: cannot reach the Hugging Face hub to load {TULU_REPO}@{revision[:12]}; "
             "use --source sample or --source PATH (a local copy in Tulu's schema)"

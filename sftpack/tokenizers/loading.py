@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlparse
 
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
+from sftpack.base import hub as hub_access
 from sftpack.base.refs import resolve
 from sftpack.tokenizers.fetch import directions, essential_files, tokenizer_files
 from sftpack.tokenizers.registry import TOKENIZER_FORMATS, OfflineTokenizer, get_tokenizer_format
@@ -66,27 +64,16 @@ def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow
                 f"the pins of {profile.model}; building with it as you asked (the build record says so)"
             )
         return vocab
-    if hub and hub_reachable():
+    if hub and hub_access.hub_reachable():
         return _load_hub(profile, allow_unpinned)
     if profile.offline is not None:
         offline = profile.offline
         vocab = resolve(offline.load)(profile.eos_token)  # loaded first: a vocabulary that cannot load is one error line
         # once per process for each vocabulary, however many builds or files use it (diff loads two)
-        warn_once(f"{offline_reason()}: using {offline.description} (recorded as such)", key=offline.description)
+        warn_once(f"{hub_access.offline_reason()}: using {offline.description} (recorded as such)", key=offline.description)
         vocab.info.pins = {name: "not checked (offline reconstruction)" for name in profile.pins}
         return vocab
-    raise UsageError(f"{profile.model} has no offline vocabulary ({offline_reason()}); {directions(profile)}")
-
-
-def offline_reason() -> str:
-    """Why the hub is not used: ``offline (HF_HUB_OFFLINE=1)`` when that is set, else unreachable."""
-    if hub_offline():
-        return f"offline (HF_HUB_OFFLINE={os.environ['HF_HUB_OFFLINE']})"
-    return "the Hugging Face hub is unreachable"
-
-
-def hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    raise UsageError(f"{profile.model} has no offline vocabulary ({hub_access.offline_reason()}); {directions(profile)}")
 
 
 def check_token_ids(profile: TokenizerProfile, vocab: Vocab, where: str) -> None:
@@ -107,26 +94,6 @@ def check_token_ids(profile: TokenizerProfile, vocab: Vocab, where: str) -> None
     if wrong:
         raise UsageError(f"{where}: not {profile.model}'s tokenizer: {'; '.join(wrong)} (the ids of its profile's "
                          "tokenizer.ids)")
-
-
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """A fast check before huggingface_hub's own retries (which take ~25 s to give up offline): the host and
-    port of ``HF_ENDPOINT`` (default https://huggingface.co) answer."""
-    if hub_offline():
-        return False
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
-    return reachable(endpoint.hostname or "huggingface.co", timeout, port)
-
-
-def reachable(host: str, timeout: float = 3.0, port: int = 443) -> bool:
-    """Whether ``host``'s ``port`` answers within ``timeout`` (downloads that have no timeout of their own would
-    hang offline)."""
-    try:  # the timeout is this connection's own: the process-wide socket default is never touched
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def _pin_states(profile: TokenizerProfile, files: dict[str, str]) -> dict[str, str]:

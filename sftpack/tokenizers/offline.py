@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
-from sftpack.tokenizers.loading import reachable
+from sftpack.base.hub import reachable
 from sftpack.tokenizers.quicktok_o200k import derive_o200k_base, tiktoken_cache_holding
 from sftpack.tokenizers.tokenizer_json import load_tokenizer_json
 from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo

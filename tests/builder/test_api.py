@@ -119,7 +119,7 @@ def test_get_encoder_is_cached(monkeypatch):
 
 
 def test_hub_probe_leaves_the_socket_default_timeout_alone(monkeypatch):
-    from sftpack.tokenizers.loading import hub_reachable
+    from sftpack.base.hub import hub_reachable
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port

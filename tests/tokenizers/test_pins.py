@@ -3,7 +3,7 @@ with the expected and actual values unless ``--allow-unpinned``; ``--tokenizer P
 records which pins it matched; the offline reconstruction records ``pinned: false`` and its own file; nothing from
 the hub is executed for Kimi.
 
-The hub is simulated: ``huggingface_hub.hf_hub_download`` returns local files and ``vocab_loading.hub_reachable``
+The hub is simulated: ``huggingface_hub.hf_hub_download`` returns local files and ``sftpack.base.hub.hub_reachable``
 says yes. The tokenizer served is a tiny byte-level BPE with Qwen's special tokens (its sha256 is ours, so it
 can never match the real pin unless a test pins it on purpose)."""
 
@@ -21,10 +21,10 @@ import pytest
 import yaml
 
 from helpers.small_vocabs import kimi_test_files
+from sftpack.base import hub as hub_access
 from sftpack.cli import main
-from sftpack.families.profiles import TULU_REPO, TULU_REVISION, load_profile
-
-vocab_loading = importlib.import_module("sftpack.tokenizers.loading")
+from sftpack.families.profiles import load_profile
+from sftpack.sources.pins import TULU_REPO, TULU_REVISION
 
 REPO = Path(__file__).resolve().parents[2]
 QWEN = "Qwen3.5-122B-A10B"
@@ -109,7 +109,7 @@ def hub(tmp_path, monkeypatch) -> FakeHub:
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake.hf_hub_download)
     monkeypatch.setattr(datasets, "load_dataset", fake.load_dataset)
-    monkeypatch.setattr(vocab_loading, "hub_reachable", lambda *a, **k: True)
+    monkeypatch.setattr(hub_access, "hub_reachable", lambda *a, **k: True)
     return fake
 
 
@@ -245,7 +245,7 @@ def test_dataset_revisions_are_recorded(hub, tmp_path, capsys, monkeypatch):
 
 
 def test_hub_unreachable_for_a_profile_without_offline_tokenizer(source, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(vocab_loading, "hub_reachable", lambda *a, **k: False)
+    monkeypatch.setattr(hub_access, "hub_reachable", lambda *a, **k: False)
     rc, _, err = build([], tmp_path / "out", capsys, model="Gemma-4-26B-A4B", source=source)
     assert rc == 2
     [line] = error_lines(err)
@@ -261,7 +261,7 @@ def test_hub_unreachable_for_a_profile_without_offline_tokenizer(source, tmp_pat
 
 
 def test_user_tokenizer_builds_warns_once_and_records_pins(source, tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(vocab_loading, "hub_reachable", lambda *a, **k: pytest.fail("the hub was consulted"))
+    monkeypatch.setattr(hub_access, "hub_reachable", lambda *a, **k: pytest.fail("the hub was consulted"))
     directory = tiny_qwen_tokenizer(tmp_path / "my-tokenizer")
     rc, stdout, err = build(["--tokenizer", str(directory)], tmp_path / "out", capsys, source=source)
     assert rc == 0, err
