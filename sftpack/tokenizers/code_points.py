@@ -17,8 +17,7 @@ class UnsafeTable:
     """Per code point, True where a text holding it goes to tiktoken: unassigned in this Python's Unicode database
     (``Cn``; the engines' Unicode versions differ there), a surrogate (``Cs``) and, with ``marks``, a combining mark
     (``Mn``, ``Mc``, ``Me``). Each plane (65,536 code points) is computed the first time one of its code points is
-    looked up: the whole table took 0.073 s of every build's start-up (the 2-core machine), the Basic Multilingual
-    Plane alone, computed at once, 0.012 s; a build meets code points of few other planes."""
+    looked up: a build meets few planes beyond the first (0.012 s, against 0.073 s for the whole table)."""
 
     def __init__(self, marks: bool):
         self.categories = {"Cn", "Cs"} | ({"Mn", "Mc", "Me"} if marks else set())

@@ -41,8 +41,8 @@ def vocab_bytes(ranks: dict[bytes, int]) -> bytes:
 
 
 def write_vocab(path: str, ranks: dict[bytes, int]) -> None:
-    """Write :func:`vocab_bytes` to ``path``: Qwen3.5's 248k ranks in 0.12-0.16 s against 0.24-0.38 s through
-    quicktok's own writer (4 runs each, the 2-core machine), part of every build's start-up."""
+    """Write :func:`vocab_bytes` to ``path``: half the time of quicktok's own writer (0.14 s for Qwen3.5's 248k
+    ranks)."""
     with open(path, "wb") as f:
         f.write(vocab_bytes(ranks))
 

@@ -14,6 +14,7 @@ import yaml
 from helpers.qwen_reference import slime_qwen3_5_mask
 from helpers.outputs import built as built_file
 from sftpack import BuildConfig, build, permutation, read_rows
+from sftpack.builder import pipeline
 from sftpack.cli import main
 
 MODEL = "Qwen3.5-122B-A10B"
@@ -161,15 +162,20 @@ def test_workers_and_reruns_are_byte_identical(tmp_path, source_file, built):
         assert (built_file(again, ".build.yaml")).read_bytes() == (built_file(out, ".build.yaml")).read_bytes()
 
 
-@pytest.mark.parametrize("setting", ["SFTPACK_ENGINE_THREAD=1", "SFTPACK_ENGINE_THREAD=0", "SFTPACK_HUGE_PAGES=0"])
+@pytest.mark.parametrize("setting", ["engine thread", "steps in sequence", "SFTPACK_HUGE_PAGES=0"])
 def test_the_build_settings_give_the_same_bytes(tmp_path, source_file, built, monkeypatch, setting):
     """Workers tokenize on a thread beside their Python, or in sequence, by the cores they have; the engines'
     tables in huge pages or not: the same rows."""
-    monkeypatch.setenv(*setting.split("="))
+    asked = []
+    if "=" in setting:
+        monkeypatch.setenv(*setting.split("="))
+    else:
+        monkeypatch.setattr(pipeline, "engine_thread", lambda *cores: asked.append(cores) or setting == "engine thread")
     out, _ = built
     again = tmp_path / "again"
     build(BuildConfig(model=MODEL, source=str(source_file), rows=12, row_tokens=512, out=str(again), workers=2, progress=False))
     assert (built_file(again, ".parquet")).read_bytes() == (built_file(out, ".parquet")).read_bytes()
+    assert len(asked) == ("=" not in setting)  # the build took the way the test chose
 
 
 def test_source_exhausted_is_an_input_error(tmp_path, source_file, capsys):

@@ -19,7 +19,7 @@ import pytest
 from helpers.random_rows import WIDTH, make_rows
 from sftpack.rows.formats import Pieces, Row, rows_sha256_of
 from sftpack.rows.parquet import FORMAT_VERSION, SCHEMA, row_prompt
-from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter, compressors
+from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
 
 def inline_file(path, rows: list[Row], name: str) -> None:
     """The file written the plain way: one bytes object per value, row groups of 64, the same writer options."""
@@ -68,23 +68,17 @@ def test_background_writer_writes_the_inline_file(tmp_path, n, pieces):
     assert sys.getswitchinterval() == interval  # lowered while the thread ran, then restored
 
 
-@pytest.mark.parametrize("count", ["1", "7"])
+@pytest.mark.parametrize("count", [1, 7])
 def test_any_number_of_compressors_writes_the_inline_file(tmp_path, monkeypatch, count):
-    monkeypatch.setenv("SFTPACK_COMPRESSORS", count)
+    monkeypatch.setattr(RowWriter, "COMPRESSORS", count)
     rows = make_rows(64 * 9 + 3)  # more groups than the queue of one compressor holds, and a partial one
     writer = RowWriter(tmp_path / "a.parquet", WIDTH, "b")
     for row in rows:
         writer.write(row)
-    assert writer._compressors._max_workers == int(count)  # started with the first group, still there
+    assert writer._compressors._max_workers == count  # started with the first group, still there
     writer.close()
     inline_file(tmp_path / "b.parquet", rows, "b")
     assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
-
-
-@pytest.mark.parametrize("value", ["0", "-2", "many", "65"])
-def test_a_compressor_count_out_of_range_is_the_default(monkeypatch, value):
-    monkeypatch.setenv("SFTPACK_COMPRESSORS", value)
-    assert compressors(3) == 3
 
 
 @pytest.mark.skipif(not hasattr(os, "POSIX_FADV_DONTNEED"), reason="no posix_fadvise on this platform")
