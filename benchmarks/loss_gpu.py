@@ -17,7 +17,7 @@ real Qwen3.5 vocabulary of 248,077 tokens, hidden 2,048, a few layers, bf16), th
    rows against the unsharded ``--device cuda`` run on the same rows (loss, tokens/s, peak memory per GPU, placement).
 
     python benchmarks/loss_gpu.py --rows ROWS.parquet [--limit 128] [--split 0=2.1GiB,cpu=50GiB]
-        [--out benchmarks/results/loss_gpu_h200.txt]
+        [--out benchmarks/results/loss_gpu/h200.txt]
 
 Rows: ``sftpack build --model Qwen3.5-122B-A10B --source sample --rows 128 --out DIR`` (needs the tokenizer,
 so build them where sftpack is installed and carry the parquet).

@@ -14,7 +14,7 @@ clock and by the process's CPU time, then the parent's packing of the pass's res
 in seconds, the start-up's loading of the vocabulary and the tokenizer engines; the same for the other checkout (a
 subprocess with that checkout first on ``sys.path``), then the ratios this / other. The engines' step is the baseline the others are read against: it is
 what an exact tokenizer cannot avoid. On a shared machine a step of unchanged code moves by up to 10% from run to
-run (``benchmarks/results/worker_stages_2core.txt``): read only larger ratios as a change's.
+run (``benchmarks/results/worker_stages/2_core_machine.txt``): read only larger ratios as a change's.
 """
 
 from __future__ import annotations

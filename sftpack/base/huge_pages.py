@@ -6,7 +6,7 @@ with ``madvise(MADV_COLLAPSE)`` they miss less, and the forked workers share the
 chunk loop (Qwen3.5, the 2-core machine) took 0.96-0.97 of the time; 16 workers, ``--rows all``, used 0.94 of the
 CPU seconds (three pairs of builds in turns, the 16-core host; the walls without over with 0.97-1.12, within the host's spread); the
 collapse took 0.14-0.22 s on the 2-core machine, beside the rest of the start-up, which on the 16-core host never
-waited for it (``benchmarks/results/huge_pages_ab_h200.txt``). A build turns it off with ``SFTPACK_HUGE_PAGES=0``:
+waited for it (``benchmarks/results/ab_env/huge_pages_16_cores.txt``). A build turns it off with ``SFTPACK_HUGE_PAGES=0``:
 the same bytes, in smaller pages."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ At 16 workers the build's main thread - receiving the workers' results, packing,
 part of the build, and the parquet writer's threads (gathering, compressing and hashing row groups: about 40 s of
 CPU in a 16-core ``--rows all`` build) shared the GIL with it. With the rows dropped instead of written, the same
 build's loop took 11.8-13.1 s against 15.8-17.4 s with the writer (three pairs in turn, the 16-core host,
-``benchmarks/results/writer_process_h200.txt``). In a process of its own the writer costs the main thread one copy
+``benchmarks/results/writer_share/writer_process_16_cores.txt``). In a process of its own the writer costs the main thread one copy
 of each row into a shared slot and a small message per batch, and the whole build took 0.95 and 0.97 of the wall
 it took with the writer in the build's process (16 workers, two pairs in turn; on 2 cores of that host, 2 workers,
 0.84 and 1.00).

@@ -33,7 +33,7 @@ ROWS = 64
 FINAL = {f"{NAME}-rows{ROWS}.parquet", f"{NAME}-rows{ROWS}.build.yaml"}  # the file names state the row count
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
 # Seconds from the signal to the exit. The product promises 2 s, which benchmarks/signal_exit.py measures (no timed
-# tests; benchmarks/results/signal_exit_*.txt: well under 1 s). On a shared 2-core machine a write's fsync
+# tests; benchmarks/results/signal_exit/: well under 1 s). On a shared 2-core machine a write's fsync
 # or the CPU queue has stretched one to 2.1 s, so this bound is 6 s: it still catches any hang.
 EXIT_LIMIT = 6.0
 HANG = 30.0  # past this a run counts as hung and is killed
