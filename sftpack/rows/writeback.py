@@ -1,10 +1,9 @@
 """A rows file's bytes handed to the kernel's writeback as a writer writes them, and made durable at the end.
 
 A machine with memory to spare keeps a whole build's output as dirty pages (the kernel starts writing them on its
-own at 10% of memory, or after 30 s), so one fsync after the last row would write all of it then: the close of a
-16-worker ``--rows all`` build (1.1 GB) took 0.50-0.53 s on the 16-core host, and 0.06-0.08 s with the writeback
-started every :data:`WRITEBACK_BYTES` (Linux: advising that the pages are not needed writes the dirty ones back
-without waiting, and drops only clean pages). The advice is a hint: :meth:`Writeback.sync` makes the file durable.
+own at 10% of memory, or after 30 s), so one fsync after the last row would write all of it then: 0.5 s at the end
+of a 1.1 GB build, 0.07 s with the writeback started every :data:`WRITEBACK_BYTES` (Linux: advising that the pages
+are not needed writes the dirty ones back without waiting, and drops only clean pages). The advice is a hint: :meth:`Writeback.sync` makes the file durable.
 """
 
 from __future__ import annotations
