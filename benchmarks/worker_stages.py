@@ -38,7 +38,8 @@ def measure(model: str, source: str, conversations: int, repeats: int) -> dict:
     from sftpack.builder.config import DEFAULTS
     from sftpack.families.encode import get_encoder
     from sftpack.builder.pack import pack_chunks
-    from sftpack.builder.pipeline import CHUNK, Walk, permutation
+    from sftpack.builder.pipeline import CHUNK, permutation
+    from sftpack.builder.walk import Walk
     from sftpack.builder.record import BuildStats
     from sftpack.sources import open_source
 

@@ -50,6 +50,7 @@ def main() -> None:
         sys.path.insert(0, str(extra))
     import build_bench
     from sftpack.builder import pipeline
+    from sftpack.builder.progress import Clock
     from sftpack.builder.config import ALL
     from sftpack.families.encode import make_encoder
     from sftpack.builder.record import BuildStats
@@ -80,7 +81,7 @@ def main() -> None:
                 writer = RowSink(DroppedRows())
             before, t = os.times(), time.perf_counter()
             pipeline._write_rows(encoder, source, order, writer, BuildStats(), ALL, 8192, args.workers, config,
-                                 pipeline._Clock())
+                                 Clock())
             writer.close()
             wall, after = time.perf_counter() - t, os.times()
             own = (after.user - before.user) + (after.system - before.system)

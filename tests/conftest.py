@@ -3,7 +3,9 @@ official chat templates in ../shared, skipped when absent, and a Jinja reference
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,8 @@ from helpers import REPO  # noqa: E402
 from helpers.shared import official_template  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tools"))  # tools/synthetic/: the synthetic Tulu-schema generator
+# sftpack's cache (the quicktok tables) in a directory of this session's, shared with the processes the tests start
+os.environ["SFTPACK_CACHE_DIR"] = tempfile.mkdtemp(prefix="sftpack-test-cache-")
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,9 @@ with ``madvise(MADV_COLLAPSE)`` they miss less, and the forked workers share the
 chunk loop (Qwen3.5, the 2-core machine) took 0.96-0.97 of the time; 16 workers, ``--rows all``, used 0.94 of the
 CPU seconds (three pairs of builds in turns, the 16-core host; the walls without over with 0.97-1.12, within the host's spread); the
 collapse took 0.14-0.22 s on the 2-core machine, beside the rest of the start-up, which on the 16-core host never
-waited for it (``benchmarks/results/ab_env/huge_pages_16_cores.txt``). A build turns it off with ``SFTPACK_HUGE_PAGES=0``:
-the same bytes, in smaller pages."""
+waited for it (``benchmarks/results/ab_env/huge_pages_16_cores.txt``). So a build collapses them only when it asks
+for PAYS_FROM_TOKENS tokens or more (or every row), and ``SFTPACK_HUGE_PAGES=0`` turns it off: the same bytes, in
+smaller pages."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import threading
 from sftpack.base.signals import signals_held
 
 HUGE_PAGE = 2 << 20
+# the collapse's 0.14-0.22 s against 3.5-4% of one worker's loop: it pays once that loop is over ~5 s, 16M tokens
+PAYS_FROM_TOKENS = 1 << 24
 MADV_COLLAPSE = 25  # linux/mman.h; EINVAL before Linux 6.1, where the build goes on in 4 KiB pages
 
 

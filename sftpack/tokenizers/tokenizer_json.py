@@ -11,6 +11,7 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
+from sftpack.tokenizers import encodings
 from sftpack.tokenizers.hf_vocab import HFVocab
 from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
 
@@ -34,14 +35,21 @@ def load_tokenizer_json_files(request) -> Vocab:
 def load_tokenizer_json(path: str | Path, eos_token: str, info: VocabInfo) -> Vocab:
     """A ``tokenizer.json``: through tiktoken when it is a byte-level BPE tiktoken can express (proved on a
     probe text), else through ``tokenizers``."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(path))
+    key = ("tokenizer.json", file_sha256(path).sha256, Path(path).stem)
+    tok, enc, nfc = encodings.memo(key, lambda: _parse(Path(path)))
     hf = HFVocab(tok, eos_token, info)
-    fast = _tiktoken_from_tokenizer_json(Path(path), eos_token, info)
+    fast = TiktokenVocab(enc, eos_token, info, nfc=nfc) if enc is not None else None
     if fast is not None and _same_encoding(fast, hf):
         return fast
     return hf
+
+
+def _parse(path: Path) -> tuple:
+    """The ``tokenizers`` tokenizer of ``path``, and its tiktoken encoding with whether it normalizes to NFC (None,
+    False where tiktoken cannot express it): made once per process for each file's bytes."""
+    from tokenizers import Tokenizer
+
+    return (Tokenizer.from_file(str(path)), *_tiktoken_from_tokenizer_json(path))
 
 
 _PROBE = (
@@ -71,46 +79,46 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, map(chr, cs)))
 
 
-def _tiktoken_from_tokenizer_json(path: Path, eos_token: str, info: VocabInfo) -> TiktokenVocab | None:
+def _tiktoken_from_tokenizer_json(path: Path) -> tuple:
     import tiktoken
 
     spec = json.loads(path.read_text(encoding="utf-8"))
     model = spec.get("model") or {}
     if model.get("type") != "BPE" or model.get("byte_fallback"):
-        return None
+        return None, False
     normalizer = spec.get("normalizer")
     if normalizer is None:
         nfc = False
     elif normalizer.get("type") == "NFC":
         nfc = True
     else:
-        return None
+        return None, False
     pre = spec.get("pre_tokenizer") or {}
     steps = pre.get("pretokenizers", [pre]) if pre.get("type") == "Sequence" else [pre]
     pattern = None
     for step in steps:
         if step.get("type") == "Split" and "Regex" in (step.get("pattern") or {}):
             if step.get("behavior", "Isolated") != "Isolated" or step.get("invert"):
-                return None  # tiktoken only isolates the regex matches
+                return None, False  # tiktoken only isolates the regex matches
             pattern = step["pattern"]["Regex"]
         elif step.get("type") == "ByteLevel":
             if step.get("add_prefix_space") or (step.get("use_regex", True) and pattern is None):
-                return None
+                return None, False
         else:
-            return None
+            return None, False
     if pattern is None:
-        return None
+        return None, False
     decode = {c: b for b, c in _bytes_to_unicode().items()}
     try:
         ranks = {bytes(decode[c] for c in token): rank for token, rank in model["vocab"].items()}
     except KeyError:
-        return None
+        return None, False
     added = spec.get("added_tokens", [])
     if any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") for t in added):
-        return None  # tiktoken matches special tokens literally, without stripping around them
+        return None, False  # tiktoken matches special tokens literally, without stripping around them
     specials = {t["content"]: t["id"] for t in added}
     try:
         enc = tiktoken.Encoding(path.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
     except ValueError:  # a pattern tiktoken's regex engine does not accept: the tokenizers path
-        return None
-    return TiktokenVocab(enc, eos_token, info, nfc=nfc)
+        return None, False
+    return enc, nfc

@@ -28,6 +28,12 @@ def _build(out, fmt: str = "parquet", rows: int = ROWS, workers: int = 1):
                              workers=workers, progress=False, format=fmt))
 
 
+@pytest.fixture(autouse=True)
+def writer_process_always(monkeypatch):
+    """Every build here that fills a batch writes in a process of its own (by default only large ones do)."""
+    monkeypatch.setenv("SFTPACK_WRITER_PROCESS", "1")
+
+
 @pytest.fixture
 def started(monkeypatch) -> list:
     """Whether each build's writer went to a process of its own (one entry per build that filled a batch)."""
@@ -50,7 +56,7 @@ def _outputs(out) -> dict:
 def test_the_writer_process_writes_the_bytes_the_build_process_writes(fmt, tmp_path, monkeypatch, started):
     monkeypatch.setenv("SFTPACK_WRITER_PROCESS", "0")
     _build(tmp_path / "here", fmt)
-    monkeypatch.delenv("SFTPACK_WRITER_PROCESS")
+    monkeypatch.setenv("SFTPACK_WRITER_PROCESS", "1")
     record = _build(tmp_path / "process", fmt, workers=2)
     assert started == [False, True]
     assert _outputs(tmp_path / "process") == _outputs(tmp_path / "here")
@@ -71,6 +77,21 @@ def test_less_than_a_batch_is_written_without_a_process(tmp_path, started):
     record = _build(tmp_path, rows=20)
     assert started == [] and record.rows == 20
     assert built_file(tmp_path, ".parquet").exists()
+
+
+@pytest.mark.parametrize("setting, workers, rows, expected", [
+    ("", 2, ROWS, False), ("", 1, None, False), ("", 2, writer_process.PROCESS_ROWS, True), ("", 2, None, True),
+    ("0", 16, None, False), ("1", 1, ROWS, True)])
+def test_the_writer_goes_to_a_process_of_its_own_for_large_builds_with_workers(monkeypatch, setting, workers, rows,
+                                                                               expected):
+    monkeypatch.setenv("SFTPACK_WRITER_PROCESS", setting)
+    assert writer_process.separate(rows, workers) is expected
+
+
+def test_a_small_build_with_workers_keeps_its_writer(tmp_path, monkeypatch, started):
+    monkeypatch.delenv("SFTPACK_WRITER_PROCESS")
+    record = _build(tmp_path, workers=2)
+    assert started == [False] and record.rows == ROWS
 
 
 def test_a_full_disk_in_the_writer_process_is_the_builds_one_line(tmp_path, monkeypatch, started):

@@ -205,10 +205,13 @@ def test_broken_package_falls_back_to_tiktoken_with_one_warning(engines, monkeyp
             return np.zeros(1, dtype=np.uint32), np.array([0] + [1] * len(texts))
 
     monkeypatch.setattr(backend, "_warned", set())
+    monkeypatch.setattr(backend, "_ENGINES", {})  # this process's engines: built again here, and kept afterwards
+    monkeypatch.setattr(backend, "_KEYS", backend.weakref.WeakKeyDictionary())
     enc = engines["qwen3"][1]
     with caplog.at_level(logging.WARNING, logger="sftpack"):
         monkeypatch.setattr(quicktok, "Tokenizer", Wrong)
         assert quicktok_for(enc) is None
+        backend.forget_engines()
         monkeypatch.setattr(quicktok, "Tokenizer", lambda *a: (_ for _ in ()).throw(RuntimeError("no data file")))
         assert quicktok_for(enc) is None
         assert quicktok_for(enc) is None
