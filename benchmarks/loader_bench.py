@@ -56,7 +56,7 @@ def _peak_mb() -> float:
 
 def synthetic_rows(n: int, width: int, seed: int = 0):
     """``n`` rows of ``width`` tokens: Zipf(1.0) over a shuffled vocabulary, conversation-like mask runs."""
-    from sftpack.rows.formats import Piece, Row
+    from sftpack.rows.model import Piece, Row
 
     rng = np.random.default_rng(seed)
     ranks = np.arange(1, VOCAB + 1, dtype=np.float64)

@@ -57,7 +57,8 @@ def main() -> None:
     from sftpack.sources import open_source
     from sftpack.builder.writer_process import WriterProcess
     from sftpack.families.profiles import load_profile
-    from sftpack.rows.formats import RowSink, new_row_writer
+    from sftpack.rows.formats import new_row_writer
+    from sftpack.rows.writer import RowSink
     from sftpack.tokenizers.loading import load_vocab
 
     cache = Path(args.cache)

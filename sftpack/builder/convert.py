@@ -16,7 +16,8 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.builder.output import OutputFiles
 from sftpack.builder.record import BuildRecord, record_path_beside
-from sftpack.rows.formats import Piece, Row, get_row_format, new_row_writer, open_rows_file, stem_of
+from sftpack.rows.formats import get_row_format, new_row_writer, open_rows_file, stem_of
+from sftpack.rows.model import Piece, Row
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from sftpack.builder.record import BuildStats
-from sftpack.rows.formats import Piece, Pieces, Row
+from sftpack.rows.model import Piece, Pieces, Row
 
 
 def pack(

@@ -37,7 +37,8 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.base.signals import signals_held
 from sftpack.builder.workers import child_signals, picklable, widen
-from sftpack.rows.formats import Pieces, Row, RowSink
+from sftpack.rows.model import Pieces, Row
+from sftpack.rows.writer import RowSink
 
 BATCH_BYTES = 4 << 20  # a batch's tokens and masks: 64 rows of 8,192 tokens (2.6 MB) hand over at once
 SLOTS = 8  # batches the parent may be ahead of the writer process (it then waits for a slot)
@@ -65,7 +66,7 @@ def separate(rows: int | None, workers: int) -> bool:
 
 
 class WriterProcess:
-    """A :class:`~sftpack.rows.formats.RowSink` that writes in a forked process: ``write(row)``, ``rows``,
+    """A :class:`~sftpack.rows.writer.RowSink` that writes in a forked process: ``write(row)``, ``rows``,
     ``supervised``, ``close() -> (sha256, bytes)``, ``rows_sha256``, ``timings``, ``abort()``.
 
     ``open_sink`` makes the real sink; it is called in the writer process (or here, for a build of less than one

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from sftpack.base.errors import UsageError
-from sftpack.rows.formats import open_rows_file, stem_of, update_rows_sha256
+from sftpack.rows.formats import open_rows_file, stem_of
+from sftpack.rows.hashing import update_rows_sha256
 from sftpack.rows.parquet_writer import ROWS_PER_GROUP
 
 BLOCK = ROWS_PER_GROUP  # rows per read: one row group as sftpack writes them (a few MB at 8,192 tokens)

@@ -1,4 +1,8 @@
-"""``sftpack`` command line: a thin shell over the library. Exit codes: 0 ok, 1 check failed, 2 usage/input error."""
+"""``sftpack`` command line: a thin shell over the library. Exit codes: 0 ok, 1 check failed, 2 usage/input error.
+
+A command is a module of this package with ``add(subparsers) -> parser`` (its arguments) and ``run(args) -> exit
+code`` (what it does), listed in :data:`COMMANDS`; libraries load inside ``run``, after the command line has
+installed its signal handlers."""
 
 from __future__ import annotations
 
@@ -12,7 +16,22 @@ from sftpack.base.arguments import command_line
 from sftpack.base.errors import CheckFailed, UsageError, one_line
 from sftpack.base.version import sftpack_version
 from sftpack.builder import interrupts
-from sftpack.cli.commands import COMMANDS
+from sftpack.cli import (
+    build,
+    convert,
+    diff,
+    encode,
+    fetch_tokenizer,
+    hash,
+    inspect,
+    loss,
+    models,
+    new_model,
+    verify,
+)
+
+# The commands, in the order `sftpack --help` lists them.
+COMMANDS = (build, models, new_model, fetch_tokenizer, hash, convert, encode, verify, inspect, diff, loss)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,8 +45,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"sftpack {sftpack_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for add in COMMANDS:
-        add(sub)
+    for command in COMMANDS:
+        command.add(sub).set_defaults(func=command.run)
     return parser
 
 

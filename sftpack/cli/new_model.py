@@ -21,7 +21,7 @@ from sftpack.base.errors import UsageError
 CLOCK_DATE = "2025-08-05"  # a template that reads the clock (strftime_now) is pinned to this date
 
 
-def add_new_model(sub) -> None:
+def add(sub):
     p = sub.add_parser("new-model", help="infer a profile and loss-mask rule from a checkpoint's chat template",
                        description=("Read the tokenizer files and chat template of DIR, infer the loss-mask rule from "
                                     "probe renders of the template, prove it on the bundled sample and generated edge "
@@ -33,7 +33,7 @@ def add_new_model(sub) -> None:
     p.add_argument("--rule", metavar="NAME", help="the rule's name (default: from the model's name)")
     p.add_argument("--hub", metavar="REPO", help="the hub repository (default: the tokenizer config's name_or_path)")
     p.add_argument("--overwrite", action="store_true", help="replace existing profile and rule files")
-    p.set_defaults(func=cmd_new_model)
+    return p
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def _write(path: Path, text: str, overwrite: bool) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def cmd_new_model(args) -> int:
+def run(args) -> int:
     from sftpack.families.proof import battery, prove
     from sftpack.families.infer import TemplateRunner, infer_rule, rule_yaml
 

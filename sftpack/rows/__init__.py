@@ -1,8 +1,9 @@
 """Packed rows on disk: read them, their provenance and their figures, whatever the rows format.
 
 ``sftpack.rows.read_provenance(path, row)``, ``read_rows``, ``read_row``, ``read_all_provenance``, ``hash_rows``; the
-formats are in :mod:`sftpack.rows.formats`, the parquet format in :mod:`sftpack.rows.parquet` and
-:mod:`sftpack.rows.parquet_writer`."""
+formats' registry is :mod:`sftpack.rows.formats`, the row model :mod:`sftpack.rows.model`, the reader and writer
+every format has :mod:`sftpack.rows.reader` and :mod:`sftpack.rows.writer`, the parquet format
+:mod:`sftpack.rows.parquet` and :mod:`sftpack.rows.parquet_writer`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sftpack.rows.formats import NotSftpackRows, Provenance, open_rows_file, rows_sha256_of
+from sftpack.rows.formats import open_rows_file
+from sftpack.rows.hashing import rows_sha256_of
+from sftpack.rows.model import NotSftpackRows, Provenance
 
 __all__ = ["NotSftpackRows", "Provenance", "hash_rows", "read_all_provenance", "read_provenance", "read_row", "read_rows",
            "rows_sha256_of"]

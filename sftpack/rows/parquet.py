@@ -22,14 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sftpack.base.errors import UsageError
-from sftpack.rows.formats import (
-    META_BUILD,
-    META_FORMAT,
-    META_ROW_TOKENS,
-    NotSftpackRows,
-    RowsReader,
-    check_format_version,
-)
+from sftpack.rows.model import META_BUILD, META_FORMAT, META_ROW_TOKENS, NotSftpackRows, check_format_version
+from sftpack.rows.reader import RowsReader
 from sftpack.rows.validation import duplicated_columns
 
 FORMAT_VERSION = "2"

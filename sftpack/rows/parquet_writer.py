@@ -15,10 +15,12 @@ import numpy as np
 import pyarrow as pa
 
 from sftpack.base.signals import signals_held
-from sftpack.rows.formats import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row, update_rows_sha256
+from sftpack.rows.hashing import update_rows_sha256
+from sftpack.rows.model import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row
 from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
 from sftpack.rows.parts import Stitcher, part
 from sftpack.rows.writeback import Writeback
+from sftpack.rows.writer import RowsWriter
 
 SWITCH_INTERVAL_S = 0.0005  # while the writer thread runs (see RowWriter._flush)
 
@@ -37,10 +39,10 @@ WRITER_OPTIONS = dict(
 )
 
 
-class RowWriter:
+class RowWriter(RowsWriter):
     """The parquet rows format's writer (:data:`sftpack.rows.formats.ROW_FORMATS`): streams rows into a parquet
     file, hashing them (``rows_sha256``) on the way on its own thread (so the build's
-    :class:`~sftpack.rows.formats.RowSink` takes its hash instead of hashing again).
+    :class:`~sftpack.rows.writer.RowSink` takes its hash instead of hashing again).
 
     The caller's thread only collects rows. ``COMPRESSORS`` threads gather row groups into Arrow arrays, encode and
     compress them in parallel, each into a standalone in-memory parquet file (pyarrow and zstd run without the
@@ -53,10 +55,10 @@ class RowWriter:
     # with 3, a 16-worker build's writer waited 13-14 s of an 18 s loop for compressed groups; 6 build it ~5% faster
     COMPRESSORS = 6
 
+    hashes_rows = True
+
     def __init__(self, path: Path, row_tokens: int, build_name: str):
-        self.path = path
-        self.build_name = build_name
-        self.row_tokens = row_tokens
+        super().__init__(path, row_tokens, build_name)
         schema = SCHEMA.with_metadata({META_FORMAT: FORMAT_VERSION, META_ROW_TOKENS: str(row_tokens), META_BUILD: build_name})
         self._schema = schema
         self._file = open(path, "wb")

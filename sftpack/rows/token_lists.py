@@ -23,17 +23,12 @@ import pyarrow.parquet as pq
 
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
-from sftpack.rows.formats import (
-    META_BUILD,
-    META_FORMAT,
-    META_ROW_TOKENS,
-    NotSftpackRows,
-    RowsReader,
-    check_format_version,
-)
+from sftpack.rows.model import META_BUILD, META_FORMAT, META_ROW_TOKENS, NotSftpackRows, check_format_version
+from sftpack.rows.reader import RowsReader
 from sftpack.rows.parquet import FORMAT_VERSION, PROVENANCE_COLUMNS
 from sftpack.rows.validation import duplicated_columns
 from sftpack.rows.writeback import Writeback
+from sftpack.rows.writer import RowsWriter
 
 ROWS_PER_GROUP = 64
 WRITER_OPTIONS = dict(compression="zstd", compression_level=3, use_dictionary=False, write_statistics=False,
@@ -84,7 +79,7 @@ class TokenListLayout:
 
 def row_boundaries(pieces, row_tokens: int) -> list[int]:
     """0, the start of every conversation piece, and ``row_tokens``: the row's documents (the EOS after a
-    conversation stays with it), as :attr:`sftpack.rows.formats.Provenance.boundaries` has them."""
+    conversation stays with it), as :attr:`sftpack.rows.model.Provenance.boundaries` has them."""
     return sorted({0, *(piece.start for piece in pieces), row_tokens})
 
 
@@ -100,14 +95,14 @@ def _matrix_column(values: np.ndarray, value_type: pa.DataType) -> pa.Array:
     return _lists([values.shape[1]] * len(values), values.reshape(-1), value_type)
 
 
-class TokenListWriter:
+class TokenListWriter(RowsWriter):
     """Writes rows in a :class:`TokenListLayout` (the subclass names it) with ``write(row)`` and
     ``close() -> (sha256, bytes)``; the build's sink hashes the rows."""
 
     layout: TokenListLayout
 
     def __init__(self, path, row_tokens: int, build_name: str):
-        self.path, self.row_tokens = Path(path), row_tokens
+        super().__init__(path, row_tokens, build_name)
         self._schema = self.layout.schema(row_tokens, build_name)
         self._writer = pq.ParquetWriter(self.path, self._schema, **WRITER_OPTIONS)
         # pyarrow writes the file itself; a descriptor of our own serves the writeback and the final fsync

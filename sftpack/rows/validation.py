@@ -1,5 +1,5 @@
 """The checks every reader of a rows file makes, whatever its format. ``hash``, ``verify``, ``inspect``, ``diff``,
-``loss`` and the rollout read rows only through :class:`~sftpack.rows.formats.RowsReader`, whose ``checked_group``
+``loss`` and the rollout read rows only through :class:`~sftpack.rows.reader.RowsReader`, whose ``checked_group``
 and ``checked_provenance`` call these, so a file one of them refuses is refused by all of them with the same line.
 
     >>> import numpy as np

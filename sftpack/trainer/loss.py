@@ -229,7 +229,7 @@ def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: i
     dict); the plan is checked before any weight is read and returned as ``placement``. ``progress``: say each
     stage on stderr and draw a bar over the rows."""
     from sftpack.rows import read_rows
-    from sftpack.rows.formats import rows_sha256_of
+    from sftpack.rows.hashing import rows_sha256_of
     from sftpack.trainer.placement import DEVICE_MAPS, parse_max_memory, plan_of
 
     torch = torch_or_usage_error()

@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from sftpack.base.errors import UsageError, one_line
-from sftpack.rows.formats import NotSftpackRows, open_rows_file
+from sftpack.rows.formats import open_rows_file
+from sftpack.rows.model import NotSftpackRows
 
 __all__ = ["RolloutError", "RowSource", "fill_sample", "generate_rollout", "row_source"]
 

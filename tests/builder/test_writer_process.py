@@ -16,7 +16,8 @@ from sftpack import BuildConfig, build
 from sftpack.base.errors import UsageError
 from sftpack.builder import writer_process
 from sftpack.builder.writer_process import WriterProcess
-from sftpack.rows.formats import ROW_FORMATS, RowSink
+from sftpack.rows.formats import ROW_FORMATS
+from sftpack.rows.writer import RowSink
 from sftpack.rows.parquet_writer import RowWriter
 
 MODEL = "Qwen3.5-122B-A10B"
@@ -150,7 +151,8 @@ def test_a_signal_while_the_writer_process_starts_is_raised_once_it_runs(tmp_pat
     reaches the build after that, and abort then kills it (before, abort met a process object without a process)."""
     import numpy as np
 
-    from sftpack.rows.formats import Row, new_row_writer
+    from sftpack.rows.formats import new_row_writer
+    from sftpack.rows.model import Row
 
     def handler(signum, frame):
         raise KeyboardInterrupt

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sftpack.rows.formats import Piece, Row
+from sftpack.rows.model import Piece, Row
 
 WIDTH = 96
 

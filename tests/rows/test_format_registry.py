@@ -13,17 +13,20 @@ import sftpack
 from sftpack.base.errors import UsageError
 from sftpack.builder.config import BuildConfig
 from sftpack.cli import main
-from sftpack.rows.formats import ROW_FORMATS, RowFormat, RowsReader, check_format_version, open_rows_file
+from sftpack.rows.formats import ROW_FORMATS, RowFormat, new_row_writer, open_rows_file, register_row_format
+from sftpack.rows.model import check_format_version
+from sftpack.rows.reader import RowsReader
+from sftpack.rows.writer import RowsWriter
 from sftpack.rows.parquet import FORMAT_VERSION
 
 MODEL = "Qwen3.5-122B-A10B"
 
 
-class ToyWriter:
+class ToyWriter(RowsWriter):
     """One JSON header line, then each row's int32 tokens and mask bytes."""
 
     def __init__(self, path, row_tokens, build_name):
-        self.path, self.row_tokens, self.build_name = Path(path), row_tokens, build_name
+        super().__init__(path, row_tokens, build_name)
         self.rows, self.provenance = [], []
 
     def write(self, row):
@@ -38,6 +41,9 @@ class ToyWriter:
         from sftpack.base.hashing import file_sha256
 
         return file_sha256(self.path)
+
+    def abort(self):
+        self.rows = []
 
 
 class ToyReader(RowsReader):
@@ -114,3 +120,25 @@ def test_the_build_summary_names_the_file_of_the_format_built(toy_format, tmp_pa
     printed = capsys.readouterr().out
     (written,) = [p for p in out.iterdir() if p.name.endswith(".toyrows")]
     assert f"  parquet       {written}  (" in printed and ".parquet" not in printed
+
+
+def test_a_format_registered_twice_or_on_a_known_suffix_is_refused(monkeypatch):
+    monkeypatch.setattr("sftpack.rows.formats.ROW_FORMATS", dict(ROW_FORMATS))
+    from sftpack.rows import formats
+
+    register_row_format("toy", RowFormat(".toyrows", ToyWriter, ToyReader))
+    assert formats.ROW_FORMATS["toy"].suffix == ".toyrows"
+    with pytest.raises(ValueError, match=r"^duplicate rows format 'toy': already registered$"):
+        register_row_format("toy", RowFormat(".other", ToyWriter, ToyReader))
+    with pytest.raises(ValueError, match=r"^rows format 'toy2': suffix '.toyrows' is already 'toy''s$"):
+        register_row_format("toy2", RowFormat(".toyrows", ToyWriter, ToyReader))
+
+
+def test_a_writer_that_is_not_a_rows_writer_is_refused(toy_format, tmp_path, monkeypatch):
+    class Loose:  # write and close, but none of the other duties
+        def __init__(self, path, row_tokens, build_name):
+            pass
+
+    monkeypatch.setitem(ROW_FORMATS, "toy", RowFormat(".toyrows", Loose, ToyReader))
+    with pytest.raises(TypeError, match="Loose is not a sftpack.rows.writer.RowsWriter"):
+        new_row_writer("toy", tmp_path / "x.toyrows", 4, "x")

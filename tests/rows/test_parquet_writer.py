@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.random_rows import WIDTH, make_rows
-from sftpack.rows.formats import Pieces, Row, rows_sha256_of
+from sftpack.rows.hashing import rows_sha256_of
+from sftpack.rows.model import Pieces, Row
 from sftpack.rows.parquet import FORMAT_VERSION, SCHEMA, row_prompt
 from sftpack.rows.parquet_writer import ROWS_PER_GROUP, WRITER_OPTIONS, RowWriter
 

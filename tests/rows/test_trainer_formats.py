@@ -17,7 +17,8 @@ import sftpack
 from helpers.trainer_rows import build_rows, documents
 from sftpack.base.errors import UsageError
 from sftpack.cli import main
-from sftpack.rows.formats import NotSftpackRows, Piece, Row, new_row_writer, open_rows_file
+from sftpack.rows.formats import new_row_writer, open_rows_file
+from sftpack.rows.model import NotSftpackRows, Piece, Row
 
 FORMATS = {"trl": ".trl.parquet", "megatron-bridge": ".idx.parquet"}
 

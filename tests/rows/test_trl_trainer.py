@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 
 import sftpack  # noqa: E402
 from helpers.trainer_rows import build_rows, dense_ids, documents  # noqa: E402
-from sftpack.rows.formats import Piece, Row, new_row_writer, open_rows_file  # noqa: E402
+from sftpack.rows.formats import new_row_writer, open_rows_file  # noqa: E402
+from sftpack.rows.model import Piece, Row  # noqa: E402
 
 TRL_VERSION = "1.16.0"
 

@@ -16,7 +16,7 @@ from sftpack.base.errors import UsageError
 from sftpack.builder.pipeline import BuildConfig, build
 from sftpack.cli import main
 from sftpack.rows import read_rows
-from sftpack.rows.formats import Piece, Row
+from sftpack.rows.model import Piece, Row
 from sftpack.rows.parquet_writer import RowWriter
 
 QWEN_VOCAB = 248_077  # Qwen3.5's real vocabulary size: the built rows hold ids up to ~248,070

@@ -14,7 +14,7 @@ import pytest
 from sftpack.base.errors import UsageError
 from sftpack.cli import main
 from sftpack.rows import read_rows
-from sftpack.rows.formats import Piece, Row
+from sftpack.rows.model import Piece, Row
 from sftpack.rows.parquet_writer import RowWriter
 
 torch = pytest.importorskip("torch")

@@ -22,7 +22,7 @@ from helpers.rows_fixtures import tulu_jsonl
 from helpers.trainer_double import DataBuffer, Processor, Sample, slime_args, trainer_dataset
 from sftpack import read_rows
 from sftpack.builder.pipeline import BuildConfig, build
-from sftpack.rows.formats import Piece, Row
+from sftpack.rows.model import Piece, Row
 from sftpack.rows.parquet_writer import RowWriter
 from sftpack.trainer.rollout import RolloutError, RowSource, generate_rollout, row_source
 
