@@ -27,7 +27,7 @@ def good_rows():
     """Two rows of 16 tokens: row 0 holds conversations a and b (documents [0, 8), [8, 16)), row 1 holds c, d and e
     (documents [0, 4), [4, 10), [10, 16)); the EOS after each conversation is unsupervised, no document starts on a
     target."""
-    from sftpack.rows.formats import Piece, Row
+    from sftpack.rows.model import Piece, Row
 
     mask0 = np.zeros(ROW_TOKENS, np.uint8)
     mask0[[3, 4, 5, 6, 11, 12, 13, 14]] = 1
