@@ -31,6 +31,7 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 
 from sftpack.tokenizers.code_points import UnsafeTable
+from sftpack.tokenizers.engine_internals import pattern, special_tokens
 from sftpack.tokenizers.quicktok_tables import QuicktokTables
 
 BACKENDS = ("auto", "tiktoken")  # auto: quicktok where it is exact, tiktoken elsewhere
@@ -276,7 +277,7 @@ def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:
     (:mod:`sftpack.tokenizers.quicktok_tables`)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown tokenizer backend {backend!r}; known: {', '.join(BACKENDS)}")
-    scanner = SCANNERS.get(encoding._pat_str)
+    scanner = SCANNERS.get(pattern(encoding))
     if backend == TIKTOKEN or scanner is None or not _expressible(encoding):
         return None
     try:
@@ -303,7 +304,7 @@ def forget_engines() -> None:
 
 def _build(encoding, scanner: tuple[str, bool], tables: QuicktokTables) -> QuicktokEncoding | None:
     try:
-        fast = QuicktokEncoding(tables.load(), dict(encoding._special_tokens), UnsafeTable(scanner[1]))
+        fast = QuicktokEncoding(tables.load(), dict(special_tokens(encoding)), UnsafeTable(scanner[1]))
         broken = _self_check(fast, encoding)
     except Exception as e:  # a broken install: a missing data file, an incompatible build
         broken = f"{type(e).__name__}: {str(e)[:200]}"
@@ -314,7 +315,7 @@ def _build(encoding, scanner: tuple[str, bool], tables: QuicktokTables) -> Quick
 
 
 def _expressible(encoding) -> bool:
-    specials = encoding._special_tokens
+    specials = special_tokens(encoding)
     if max([*specials.values(), encoding.max_token_value]) >= MAX_ID or len(specials) > MAX_SPECIALS:
         return False
     if any(not 0 < len(token.encode()) <= MAX_SPECIAL_BYTES for token in specials):

@@ -29,6 +29,7 @@ from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.base.hub import reachable
 from sftpack.tokenizers import encodings
+from sftpack.tokenizers.engine_internals import special_tokens
 from sftpack.tokenizers.quicktok_o200k import derive_o200k_base, tiktoken_cache_holding
 from sftpack.tokenizers.tokenizer_json import load_tokenizer_json
 from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
@@ -113,7 +114,7 @@ def load_o200k_harmony(eos_token: str = "<|return|>") -> TiktokenVocab:
         else:
             with tiktoken_cache_holding(O200K_BASE_CACHE_KEY, derived.content):
                 enc, origin = _o200k_harmony(_o200k_harmony_spec()), derived.origin
-    specials = enc._special_tokens
+    specials = special_tokens(enc)
     check_special_ids(specials, "o200k_harmony", (("<|return|>", 200002), ("<|channel|>", 200005), ("<|start|>", 200006),
                                                   ("<|end|>", 200007), ("<|message|>", 200008), ("<|call|>", 200012)),
                       package="tiktoken")

@@ -19,6 +19,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from sftpack.base.cache import cache_dir, publish, staging_dir
+from sftpack.tokenizers.engine_internals import (build_quicktok_tables, mergeable_ranks, special_tokens,
+                                                write_quicktok_files)
 from sftpack.tokenizers.quicktok_vocab import vocab_bytes
 
 NAME = "sftpack"  # the encoding's name inside an entry
@@ -43,10 +45,10 @@ class QuicktokTables:
 
     def __init__(self, encoding, scanner: str):
         self.encoding, self.scanner = encoding, scanner
-        self.vocab = vocab_bytes(encoding._mergeable_ranks)  # 0.07 s for Qwen3.5's 248k ranks
+        self.vocab = vocab_bytes(mergeable_ranks(encoding))  # 0.07 s for Qwen3.5's 248k ranks
         self.ranks_sha256 = _sha256(self.vocab)
         rest = json.dumps({"format": FORMAT, "scanner": scanner, "quicktok": _quicktok_version(),
-                           "special_tokens": sorted(encoding._special_tokens.items())})
+                           "special_tokens": sorted(special_tokens(encoding).items())})
         self.key = f"{self.ranks_sha256}-{_sha256(rest.encode())[:16]}"
 
     @property
@@ -76,15 +78,11 @@ class QuicktokTables:
 
     def write(self, directory) -> None:
         """The entry's files and their sums into ``directory``."""
-        import quicktok
-        from quicktok import _import_core
-
         # quicktok's own writer for the small files (the special tokens, the scanner); the ranks' file from numpy
         # (vocab_bytes: half the time of quicktok's writer)
-        _import_core.write_files(directory, NAME, {}, self.encoding._special_tokens, self.scanner, False)
+        write_quicktok_files(directory, NAME, special_tokens(self.encoding), self.scanner)
         Path(directory, NAME + ".vocab").write_bytes(self.vocab)
-        _import_core.ensure_tables(directory, os.path.join(os.path.dirname(quicktok.__file__), "data"), self.scanner,
-                                   False)
+        build_quicktok_tables(directory, self.scanner)
         sums = {name: _sha256(Path(directory, name).read_bytes()) for name in sorted(os.listdir(directory))}
         Path(directory, SUMS).write_text("".join(f"{sha}  {name}\n" for name, sha in sums.items()))
 

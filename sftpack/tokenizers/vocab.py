@@ -30,6 +30,7 @@ from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
 from sftpack.tokenizers.backend import (engine_runs, join_runs, plan_concatenated, quicktok_for, tiktoken_name,
                                         trie_pattern)
+from sftpack.tokenizers.engine_internals import mergeable_ranks, special_tokens
 from sftpack.tokenizers.layout import byte_layout
 
 Spans = Sequence[tuple[int, int]]
@@ -178,7 +179,7 @@ class TiktokenVocab(Vocab):
     def __init__(self, encoding, eos_token: str, info: VocabInfo, nfc: bool,
                  long_input: tuple[int, int] | None = None):
         self.enc = encoding
-        self.special_tokens = dict(encoding._special_tokens)
+        self.special_tokens = dict(special_tokens(encoding))
         if eos_token not in self.special_tokens:
             raise UsageError(f"eos_token {eos_token!r} is not a special token of the tokenizer")
         self.eos_token = eos_token
@@ -187,7 +188,7 @@ class TiktokenVocab(Vocab):
         self._allowed = frozenset(self.special_tokens)
         n = encoding.max_token_value + 1
         lens = np.zeros(n, dtype=np.int32)  # small; summed in int64 (np.cumsum), or int32 below NARROW_BYTES
-        ranks = encoding._mergeable_ranks  # with numpy, not a loop over 248k ranks: start-up pays for every build
+        ranks = mergeable_ranks(encoding)  # with numpy, not a loop over 248k ranks: start-up pays for every build
         count = len(ranks)
         lens[np.fromiter(ranks.values(), np.int64, count)] = np.fromiter(map(len, ranks), np.int32, count)
         for token, rank in self.special_tokens.items():
