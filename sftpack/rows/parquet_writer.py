@@ -19,7 +19,7 @@ from sftpack.rows.hashing import update_rows_sha256
 from sftpack.rows.model import META_BUILD, META_FORMAT, META_ROW_TOKENS, Pieces, Row
 from sftpack.rows.parquet import FORMAT_VERSION, MESSAGE, SCHEMA, row_prompt
 from sftpack.rows.parts import Stitcher, part
-from sftpack.rows.writeback import Writeback
+from sftpack.rows.durable import DurableFile
 from sftpack.rows.writer import RowsWriter
 
 SWITCH_INTERVAL_S = 0.0005  # while the writer thread runs (see RowWriter._flush)
@@ -61,10 +61,8 @@ class RowWriter(RowsWriter):
         super().__init__(path, row_tokens, build_name)
         schema = SCHEMA.with_metadata({META_FORMAT: FORMAT_VERSION, META_ROW_TOKENS: str(row_tokens), META_BUILD: build_name})
         self._schema = schema
-        self._file = open(path, "wb")
-        self._file_hash = hashlib.sha256()
-        self._writeback = Writeback(self._file.fileno(), self._file.flush)
-        self._stitcher = Stitcher(_HashingSink(self._file, self._file_hash), schema, WRITER_OPTIONS)
+        self._file = DurableFile(path)
+        self._stitcher = Stitcher(self._file, schema, WRITER_OPTIONS)
         self._pending: list[Row] = []
         self.rows = 0
         self.supervised = 0
@@ -160,7 +158,7 @@ class RowWriter(RowsWriter):
         update_rows_sha256(self._hash, tokens, masks)  # one group: one interleave, one hash call
         w = time.perf_counter()
         self._stitcher.add(data)
-        self._writeback.advance(self._stitcher.position)
+        self._file.advance()
         self.timings["part_wait_s"] += h - t
         self.timings["hash_s"] += w - h
         self.timings["write_s"] += time.perf_counter() - w
@@ -189,7 +187,7 @@ class RowWriter(RowsWriter):
             self._stop_thread()
         finally:
             self._error = None
-            self._file.close()
+            self._file.abort()
 
     def close(self) -> tuple[str, int]:
         """Finish the file; its (sha256, size in bytes)."""
@@ -201,22 +199,10 @@ class RowWriter(RowsWriter):
         self._raise_if_failed()
         self._stitcher.close()
         s = time.perf_counter()
-        self._writeback.sync()
-        self._file.close()
+        digest = self._file.finish()
         self.timings["drain_s"] = s - t  # the last row groups compressed and written, after the build's last row
         self.timings["sync_s"] = time.perf_counter() - s
-        return self._file_hash.hexdigest(), self._stitcher.position
-
-
-class _HashingSink:
-    """A file that hashes what is written to it."""
-
-    def __init__(self, file, digest):
-        self.file, self.digest = file, digest
-
-    def write(self, data) -> None:
-        self.file.write(data)
-        self.digest.update(data)
+        return digest
 
 
 def _numbers(values: np.ndarray) -> pa.Array:

@@ -12,7 +12,6 @@ version) in row groups of :data:`ROWS_PER_GROUP` rows.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -22,12 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sftpack.base.errors import UsageError
-from sftpack.base.hashing import file_sha256
 from sftpack.rows.model import META_BUILD, META_FORMAT, META_ROW_TOKENS, NotSftpackRows, check_format_version
 from sftpack.rows.reader import RowsReader
 from sftpack.rows.parquet import FORMAT_VERSION, PROVENANCE_COLUMNS
 from sftpack.rows.validation import duplicated_columns
-from sftpack.rows.writeback import Writeback
+from sftpack.rows.durable import DurableFile
 from sftpack.rows.writer import RowsWriter
 
 ROWS_PER_GROUP = 64
@@ -105,9 +103,7 @@ class TokenListWriter(RowsWriter):
         super().__init__(path, row_tokens, build_name)
         self._schema = self.layout.schema(row_tokens, build_name)
         self._writer = pq.ParquetWriter(self.path, self._schema, **WRITER_OPTIONS)
-        # pyarrow writes the file itself; a descriptor of our own serves the writeback and the final fsync
-        self._fd = os.open(self.path, os.O_RDONLY)
-        self._writeback = Writeback(self._fd)
+        self._file = DurableFile(self.path, written_elsewhere=True)  # pyarrow writes the file; this syncs and hashes it
         self._pending: list = []
         self.rows = 0
 
@@ -143,28 +139,23 @@ class TokenListWriter(RowsWriter):
               for key in ("start", "length", "offset")),
         ]
         self._writer.write_table(pa.Table.from_arrays(columns, schema=self._schema), row_group_size=len(rows))
-        self._writeback.advance(os.fstat(self._fd).st_size)
+        self._file.advance()
 
     def abort(self) -> None:
         try:
             self._writer.close()
         finally:
-            self._release()
+            self._file.abort()
 
     def close(self) -> tuple[str, int]:
         """Finish the file, durable on disk; its (sha256, size in bytes)."""
         try:
             self._flush()
             self._writer.close()
-            self._writeback.sync()
-        finally:
-            self._release()
-        return file_sha256(self.path)
-
-    def _release(self) -> None:
-        if self._fd is not None:  # once: the build aborts a writer whose close failed
-            fd, self._fd = self._fd, None
-            os.close(fd)
+        except BaseException:
+            self._file.abort()
+            raise
+        return self._file.finish()
 
 
 def _nulls(array: pa.Array) -> int | None:

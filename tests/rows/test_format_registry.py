@@ -13,6 +13,7 @@ import sftpack
 from sftpack.base.errors import UsageError
 from sftpack.builder.config import BuildConfig
 from sftpack.cli import main
+from sftpack.rows.durable import DurableFile
 from sftpack.rows.formats import ROW_FORMATS, RowFormat, new_row_writer, open_rows_file, register_row_format
 from sftpack.rows.model import check_format_version
 from sftpack.rows.reader import RowsReader
@@ -37,10 +38,9 @@ class ToyWriter(RowsWriter):
     def close(self):
         header = {"format": FORMAT_VERSION, "row_tokens": self.row_tokens, "build": self.build_name,
                   "provenance": self.provenance}
-        self.path.write_bytes(json.dumps(header).encode() + b"\n" + b"".join(self.rows))
-        from sftpack.base.hashing import file_sha256
-
-        return file_sha256(self.path)
+        file = DurableFile(self.path)  # the writeback, fsync and sha256 every format's file gets
+        file.write(json.dumps(header).encode() + b"\n" + b"".join(self.rows))
+        return file.finish()
 
     def abort(self):
         self.rows = []

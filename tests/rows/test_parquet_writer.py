@@ -88,7 +88,7 @@ def test_writeback_is_asked_for_each_stretch_of_the_file_once_and_changes_no_byt
     """The writer hands what it has written to the kernel's writeback as it goes (so that the fsync at the end has
     little left to write): consecutive stretches of the file, once each, all of them already in the file; a file
     system that refuses the advice, or a platform without it, gets the same file."""
-    import sftpack.rows.writeback as writeback
+    import sftpack.rows.durable as durable
 
     calls = []
 
@@ -97,7 +97,7 @@ def test_writeback_is_asked_for_each_stretch_of_the_file_once_and_changes_no_byt
         if advice == "refused":
             raise OSError(errno.ESPIPE, "Illegal seek")
 
-    monkeypatch.setattr(writeback, "WRITEBACK_BYTES", 20_000)
+    monkeypatch.setattr(durable, "WRITEBACK_BYTES", 20_000)
     if advice == "missing":
         monkeypatch.delattr(os, "posix_fadvise", raising=False)
     else:

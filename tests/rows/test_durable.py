@@ -1,17 +1,18 @@
-"""The writeback of a rows file: stretches of the file handed to the kernel once each as they are written, a
-platform or file system without the advice changing nothing, and the file made durable at the end, in every
-rows format."""
+"""The durable file under every rows writer: stretches of the file handed to the kernel's writeback once each as
+they are written, a platform or file system without the advice changing nothing, the file made durable and its
+sha256 taken at the end, and released once whatever failed, in every rows format."""
 
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 
 import pytest
 
-import sftpack.rows.writeback as writeback
+import sftpack.rows.durable as durable
+from sftpack.rows.durable import DurableFile
 from sftpack.rows.formats import new_row_writer
-from sftpack.rows.writeback import Writeback
 from helpers.random_rows import WIDTH, make_rows
 
 needs_fadvise = pytest.mark.skipif(not hasattr(os, "POSIX_FADV_DONTNEED"), reason="no posix_fadvise on this platform")
@@ -32,46 +33,78 @@ def advice(monkeypatch):
     fadvise.refuse = False
     fadvise.calls = calls
     monkeypatch.setattr(os, "posix_fadvise", fadvise, raising=False)
-    monkeypatch.setattr(writeback, "WRITEBACK_BYTES", 100)
+    monkeypatch.setattr(durable, "WRITEBACK_BYTES", 100)
     return fadvise
 
 
 @needs_fadvise
 @pytest.mark.parametrize("refuse", [False, True])
-def test_each_stretch_is_advised_once_after_a_flush(tmp_path, advice, refuse):
+def test_each_stretch_is_advised_once_with_its_bytes_already_in_the_file(tmp_path, advice, refuse):
     advice.refuse = refuse
-    events = []
-    with open(tmp_path / "f", "wb") as f:
-        back = Writeback(f.fileno(), lambda: (events.append("flush"), f.flush()))
-        f.write(b"x" * 120)
-        back.advance(50)  # below the stretch: nothing
-        assert advice.calls == [] and events == []
-        back.advance(120)
-        f.write(b"y" * 110)
-        back.advance(150)
-        back.advance(230)
-    assert events == ["flush", "flush"]
+    f = DurableFile(tmp_path / "f")
+    f.write(b"x" * 50)
+    f.advance()  # below the stretch: nothing
+    assert advice.calls == []
+    f.write(b"x" * 70)
+    f.advance()  # 120 bytes: flushed from Python's buffer, then advised (the size seen then is the file's)
+    f.write(b"y" * 30)
+    f.advance()
+    f.write(b"y" * 80)
+    f.advance()
+    assert f.finish() == (hashlib.sha256(b"x" * 120 + b"y" * 110).hexdigest(), 230)
     assert advice.calls == [(0, 120, 120, os.POSIX_FADV_DONTNEED), (120, 110, 230, os.POSIX_FADV_DONTNEED)]
-    assert back.done == 230
+
+
+@needs_fadvise
+def test_a_file_written_elsewhere_is_followed_and_hashed_back(tmp_path, advice):
+    path = tmp_path / "f"
+    with open(path, "wb") as writer:  # as pyarrow's ParquetWriter writes its file
+        f = DurableFile(path, written_elsewhere=True)
+        writer.write(b"a" * 150)
+        writer.flush()
+        f.advance()
+        writer.write(b"b" * 10)
+    assert f.finish() == (hashlib.sha256(b"a" * 150 + b"b" * 10).hexdigest(), 160)
+    assert advice.calls == [(0, 150, 150, os.POSIX_FADV_DONTNEED)]
 
 
 def test_a_platform_without_the_advice_only_counts(tmp_path, monkeypatch):
     monkeypatch.delattr(os, "posix_fadvise", raising=False)
-    monkeypatch.setattr(writeback, "WRITEBACK_BYTES", 100)
-    with open(tmp_path / "f", "wb") as f:
-        back = Writeback(f.fileno())
-        back.advance(300)
-    assert back.done == 300
+    monkeypatch.setattr(durable, "WRITEBACK_BYTES", 100)
+    f = DurableFile(tmp_path / "f")
+    f.write(b"z" * 300)
+    f.advance()
+    assert f.done == 300
+    assert f.finish()[1] == 300 and (tmp_path / "f").read_bytes() == b"z" * 300
 
 
-def test_sync_flushes_then_fsyncs_the_file(tmp_path, monkeypatch):
+def test_finish_flushes_then_fsyncs_the_file(tmp_path, monkeypatch):
     events = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (events.append(("fsync", os.fstat(fd).st_size)), real_fsync(fd)))
-    with open(tmp_path / "f", "wb") as f:
-        f.write(b"z" * 10)  # still in Python's buffer
-        Writeback(f.fileno(), lambda: (events.append("flush"), f.flush())).sync()
-    assert events == ["flush", ("fsync", 10)]
+    f = DurableFile(tmp_path / "f")
+    f.write(b"z" * 10)  # still in Python's buffer
+    f.finish()
+    assert events == [("fsync", 10)]
+
+
+@needs_proc
+@pytest.mark.parametrize("written_elsewhere", [False, True])
+def test_a_failed_finish_releases_the_file_and_abort_after_it_does_nothing(tmp_path, monkeypatch, written_elsewhere):
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    (tmp_path / "f").touch()
+    before = _open_descriptors()
+    f = DurableFile(tmp_path / "f", written_elsewhere=written_elsewhere)
+    assert _open_descriptors() == before + 1
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left"):
+        f.finish()
+    assert _open_descriptors() == before
+    f.abort()
+    f.abort()
+    assert _open_descriptors() == before
 
 
 def rows_every_format_holds(n: int):
@@ -126,7 +159,7 @@ def test_a_failed_close_then_the_builds_abort_raise_only_the_failure(tmp_path, m
     def full(self):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Writeback, "sync", full)
+    monkeypatch.setattr(DurableFile, "sync", full)
     before = _open_descriptors()
     writer = new_row_writer(format_name, tmp_path / "a.parquet", WIDTH, "b")
     for row in rows_every_format_holds(70):
