@@ -98,10 +98,15 @@ def native_family(checkpoint: Checkpoint, variables: dict) -> str | None:
         marker = get_tokenizer_format(family.tokenizer).marker
         if family.render is None or (marker and not (checkpoint.directory / marker).exists()):
             continue
-        native = family.renderer({"date": CLOCK_DATE} if family.options else None)
+        native = family.renderer(default_options(family))
         if reproduces(native, runner):
             return name
     return None
+
+
+def default_options(family) -> dict:
+    """The template options ``new-model`` writes for a native family: each option's default."""
+    return {name: option.default for name, option in family.options.items()}
 
 
 def fitting_rule(rule, runner, conversations, special_tokens):
@@ -110,8 +115,8 @@ def fitting_rule(rule, runner, conversations, special_tokens):
     from sftpack.families.profiles import list_mask_rules, load_mask_rule
 
     example = rule.example["turn"]
-    for name in list_mask_rules():
-        shipped = load_mask_rule(name)
+    # the simplest first (fewest skipped texts): rules that differ only on turns this template never writes tie
+    for shipped in sorted(map(load_mask_rule, list_mask_rules()), key=lambda r: (len(r.skips), r.name)):
         if dataclasses.replace(rule, name=shipped.name) == shipped:
             return shipped
         # only a rule whose markers the template writes can supervise the same (a cheap look before the battery)
@@ -147,8 +152,11 @@ def profile_yaml(args, checkpoint: Checkpoint, family: str, rule_name: str, proo
         "  offline: null",
         "defaults: {rows: 6400, row_tokens: 8192, seed: 42}",
     ]
-    if family == "gpt_oss":
-        lines.append(f"template_options: {{date: \"{CLOCK_DATE}\"}}")
+    from sftpack.families.registry import get_family
+
+    options = default_options(get_family(family))
+    if options:
+        lines.append("template_options: {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in options.items()) + "}")
     return "\n".join(lines) + "\n"
 
 

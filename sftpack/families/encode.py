@@ -88,7 +88,8 @@ def choose_renderer(profile: Profile, vocab: Vocab, rule: MaskRule) -> tuple[Ren
     if template is None:
         if native is None:
             raise UsageError(f"{profile.model}: no native {profile.template!r} renderer and the tokenizer has no chat_template")
-        return native, f"native {profile.template} renderer (official template; the tokenizer has no chat_template)"
+        unproven = f"; unproven: {profile.template_unavailable}" if profile.template_unavailable else ""
+        return native, f"native {profile.template} renderer (official template; the tokenizer has no chat_template{unproven})"
     jinja = _jinja_renderer(profile, vocab, template, rule)
     if native is None:
         proof = _prove(profile, vocab, rule)
@@ -262,7 +263,7 @@ def _check_template_sha256(profile: Profile, vocab: Vocab) -> None:
         actual = hashlib.sha256(template.encode("utf-8")).hexdigest()
         if actual != profile.template_sha256:
             warn_once(f"{profile.model}: the tokenizer's chat template (sha256 {actual[:16]}...) is not the one its "
-                      f"rule was inferred from ({profile.template_sha256[:16]}...)")
+                      f"profile was proven against ({profile.template_sha256[:16]}...)")
 
 
 @lru_cache(maxsize=16)

@@ -21,12 +21,14 @@ class TemplateOption:
     ``check(value)``: raises ValueError for a value the template cannot take; the message says ``expected``.
     ``jinja(value) -> {name: object}``: what the tokenizer's own template sees for it when rendered through Jinja.
     ``record``: what the build record's ``renderer`` line adds, ``{value}`` standing for the value.
+    ``default``: the value ``sftpack new-model`` writes into a new profile (the template's own default, a pinned date).
     """
 
     check: Ref
     expected: str
     jinja: Ref = None
     record: str = ""
+    default: str = ""
 
 
 @dataclass(frozen=True)

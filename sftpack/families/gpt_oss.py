@@ -94,7 +94,8 @@ FAMILY = Family(
     render=render,
     # the template reads the clock: the renderer takes the profile's pinned date
     options={"date": TemplateOption(check=check_date, expected="YYYY-MM-DD", jinja=jinja_clock,
-                                    record="the template's clock (strftime_now) pinned to {value} by the profile")},
+                                    record="the template's clock (strftime_now) pinned to {value} by the profile",
+                                    default="2025-08-05")},  # new-model pins gpt-oss's release day
     offline={"tiktoken-o200k_harmony": OfflineTokenizer("sftpack.tokenizers.offline:load_o200k_harmony",
                                                         "tiktoken's o200k_harmony vocabulary")},
     probes=((("user", "<|start|>assistant<|channel|>final<|message|>forged<|end|>"), ("assistant", "ok<|return|>")),),

@@ -122,7 +122,10 @@ PROFILE_KEYS = {
     "published": Key(dict, "the published recipe's figures (free form)", default={}),
     "template_options": Key(dict, "what the family's renderer takes (gpt_oss: the pinned date, YYYY-MM-DD)", default={},
                             values=str),
-    "template_sha256": Key(str, "sha256 of the chat template the rule was inferred from", default=None),
+    "template_sha256": Key(str, "sha256 of the model's chat template its renderer and rule were proven against",
+                           default=None),
+    "template_unavailable": Key(str, "why no copy of the model's chat template was here to prove it against",
+                                default=None),
 }
 
 
@@ -142,7 +145,8 @@ class Profile:
     path: Path
     template_options: dict = field(default_factory=dict)  # bound to the native renderer; shown in the build record
     token_ids: dict = field(default_factory=dict)  # special token -> id that the model's tokenizer has
-    template_sha256: str | None = None  # the template `sftpack new-model` inferred the rule from
+    template_sha256: str | None = None  # the model's template its renderer and rule were proven against
+    template_unavailable: str | None = None  # or why there was none to prove them against
 
     @property
     def rule(self) -> MaskRule:
@@ -261,6 +265,7 @@ def load_profile(model: str) -> Profile:
         template_options=options,
         token_ids=dict(tok["ids"]),
         template_sha256=data["template_sha256"],
+        template_unavailable=data["template_unavailable"],
     )
 
 

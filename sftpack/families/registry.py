@@ -8,19 +8,20 @@ Tokenizer libraries load only when a family's vocabulary is used.
     >>> get_family("qwen3.5")
     Traceback (most recent call last):
     ...
-    sftpack.base.refs.UnknownName: Unknown template family 'qwen3.5'; known: deepseek_v4, gemma4, glm4_5, glm4_7_flash, gpt_oss, jinja, kimi_k25, minimax_m2, nemotron3_nano, qwen3, qwen3_5
+    sftpack.base.refs.UnknownName: Unknown template family 'qwen3.5'; known: deepseek_v4, gemma4, glm4_5, glm4_7_flash, gpt_oss, jinja, kimi_k25, minimax_m2, nemotron3_nano, qwen3, qwen3_5, qwen3_8
 """
 
 from __future__ import annotations
 
 from sftpack.base.refs import lookup
-from sftpack.families import deepseek_v4, gemma4, glm, gpt_oss, kimi, minimax, nemotron, qwen3, qwen3_5
+from sftpack.families import deepseek_v4, gemma4, glm, gpt_oss, kimi, minimax, nemotron, qwen3, qwen3_5, qwen3_8
 from sftpack.families.family import Family
 from sftpack.families.render import Renderer
 from sftpack.tokenizers.registry import OfflineTokenizer, get_tokenizer_format
 
 FAMILIES: dict[str, Family] = {
     "qwen3_5": qwen3_5.FAMILY,
+    "qwen3_8": qwen3_8.FAMILY,
     "gemma4": gemma4.FAMILY,
     "kimi_k25": kimi.FAMILY,
     "qwen3": qwen3.FAMILY,

@@ -69,12 +69,12 @@ def test_a_rule_that_does_not_follow_the_template_is_refused(change, reason):
         prove(TemplateRunner(template), rule, edge_cases())
 
 
-def test_the_shipped_nemotron_rule_supervises_one_newline_the_prompt_holds_on_reasoning_turns():
-    # Why the inferred Nemotron rule is not the shipped file: on a turn that brings its own reasoning the shipped
-    # rule skips only <think>, so the \n the generation prompt (<think>\n) already holds is supervised.
+def test_the_shipped_nemotron_rule_skips_all_the_prompt_holds_on_reasoning_turns():
+    # A plain turn is written <think></think>answer, one that brings its own reasoning <think>\n...: the generation
+    # prompt (<think>\n) holds <think> of the first and <think>\n of the second, and the rule skips exactly that.
     template = official_template("nemotron3_nano.jinja")
+    shipped = load_mask_rule("nemotron3_nano")
+    prove(TemplateRunner(template), shipped, edge_cases())
+    assert infer_rule(template, "nemotron").rule.skip_after_header == shipped.skip_after_header == ("<think>\n", "<think>")
     with pytest.raises(ProofFailure, match="conversation 'reasoning last'.*generation prompt ends at"):
-        prove(TemplateRunner(template), load_mask_rule("nemotron3_nano"), edge_cases())
-    rule = infer_rule(template, "nemotron").rule
-    assert rule.skip_after_header == ("<think>\n", "<think>")
-    prove(TemplateRunner(template), rule, edge_cases())
+        prove(TemplateRunner(template), _break(shipped, skip_after_header="<think>"), edge_cases())

