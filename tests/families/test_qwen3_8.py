@@ -11,8 +11,8 @@ from helpers import chat
 from helpers.qwen_reference import build_qwen_tokenizer_dir
 from helpers.shared import jinja_render, official_template
 from helpers.tricky_conversations import QWEN3_5
-from sftpack.builder.encode import make_encoder
-from sftpack.builder.prove import battery
+from sftpack.families.encode import make_encoder
+from sftpack.families.proof import battery
 from sftpack.families.profiles import load_mask_rule, load_profile
 from sftpack.families.qwen3_8 import render
 from sftpack.families.render import TemplateError
