@@ -34,7 +34,8 @@ class ChunkResult:
     lengths: np.ndarray  # token count per kept conversation
     tokens: np.ndarray  # the kept conversations' tokens, each preceded by one EOS token: the packer's stream
     masks: np.ndarray  # their loss masks (0 at every EOS)
-    control_text: tuple = ()  # positions in the chunk of kept conversations whose contents hold control text
+    control_text: tuple = ()  # (position in the chunk, notes) of kept conversations with something the record counts:
+    # "control_text" (their texts hold control text), "unrendered_fields:F", "unknown_fields:K"
     seconds: tuple = (0.0, 0.0, 0.0, 0.0)  # worker time reading, preparing (check/render/spans), tokenizing, masking
     fast: np.ndarray | None = None  # per kept conversation: encoded by the faster engine alone (the record counts them)
 
@@ -58,7 +59,7 @@ class PreparedChunk:
     status: list
     plan: PlannedBatch
     kept: list  # position in the chunk of each text
-    control: list  # positions of kept conversations whose contents hold control text
+    control: list  # (position, notes) of kept conversations the record counts something of
     seconds: tuple  # reading, preparing
 
 
@@ -78,12 +79,15 @@ def prepare_chunk(encoder: ConversationEncoder, source: Source, indices: np.ndar
         conv_id, messages = item
         ids.append(conv_id)
         try:
-            text, text_spans = encoder.prepare(messages)
+            text, text_spans, checked = encoder.examine(messages)
         except Skip as skip:
             status.append((skip.reason, skip.detail))
             continue
-        if encoder.has_control_text(messages):
-            control.append(len(status))
+        notes = encoder.notes(checked)
+        if encoder.has_control_text(checked):
+            notes = ("control_text", *notes)
+        if notes:
+            control.append((len(status), notes))
         status.append(None)
         kept.append(len(status) - 1)
         texts.append(text)
@@ -120,7 +124,7 @@ def finish_chunk(encoder: ConversationEncoder, chunk: TokenizedChunk) -> ChunkRe
     for i, message in batch.errors.items():
         status[prepared.kept[i]] = ("invalid_unicode", message)
     if batch.errors:  # control text is counted for kept conversations only
-        control = [p for p in control if status[p] is None]
+        control = [(p, notes) for p, notes in control if status[p] is None]
     lengths = np.delete(batch.lengths, list(batch.errors)) if batch.errors else batch.lengths
     fast = batch.fast if batch.fast is not None else np.zeros(len(batch.lengths), dtype=bool)
     fast = np.delete(fast, list(batch.errors)) if batch.errors else fast

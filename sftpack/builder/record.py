@@ -42,6 +42,23 @@ class BuildStats:
     ids_seen: set = field(default_factory=set, repr=False)
     fast: int = 0  # packed conversations quicktok encoded whole; the vocabulary's own engine encoded some of the others
     fast_before: int = 0  # of those, in chunks already walked past
+    unrendered_fields: Counter = field(default_factory=Counter)  # kept conversations per field the template ignores
+    unknown_fields: Counter = field(default_factory=Counter)  # kept conversations per message key sftpack does not know
+
+    def note(self, notes: tuple, strict_id: str | None = None) -> None:
+        """Count one kept conversation's notes (``control_text``, ``unrendered_fields:F``, ``unknown_fields:K``);
+        ``strict_id``: ``--strict``, which refuses a conversation with a field the rows would not hold."""
+        for note in notes:
+            if note == "control_text":
+                self.control_text += 1
+                continue
+            kind, name = note.split(":", 1)
+            if strict_id is not None:
+                what = ("a field the chat template does not write" if kind == "unrendered_fields"
+                        else "a message key sftpack does not know")
+                raise UsageError(f"--strict: conversation {strict_id!r}: {kind}: {name} is {what}; the rows would "
+                                 "not hold it")
+            getattr(self, kind)[name] += 1
 
 
 class Ratio(float):
@@ -102,8 +119,11 @@ class Counts(_Section):
     skipped: dict | None
     tail_tokens_dropped: int | None = None  # --rows all only: the tokens of the dropped partial last row
     duplicate_ids: int | None = None  # packed conversations whose id an earlier packed one had (absent: none)
+    unrendered_fields: dict | None = None  # conversations per message field the chat template wrote nothing of
+    unknown_fields: dict | None = None  # conversations per message key sftpack does not know (not rendered)
 
-    OPTIONAL = ("tail_tokens_dropped", "duplicate_ids")  # a --rows N record without duplicates stays as it was
+    # a --rows N record without duplicates, unrendered or unknown fields stays as it was
+    OPTIONAL = ("tail_tokens_dropped", "duplicate_ids", "unrendered_fields", "unknown_fields")
 
 
 @dataclass(frozen=True)
@@ -223,6 +243,7 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
                f"({vocab.eos_token}) between them and cut into consecutive {row_tokens:,}-token rows; "
                "rows without supervised targets are skipped"
                + ("; every full row until the source ended (--rows all), the partial last row dropped" if every_row else ""))
+    _warn_fields(stats, profile.model)
     return BuildRecord(
         name=name, tokenizer=f"{info.description} ({files})", loss_mask=profile.loss_mask, rows=rows,
         row_tokens=row_tokens, padding_tokens=0, seed=seed, packing=packing,
@@ -237,7 +258,9 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
                       source_rows_reached=stats.reached, rows_dropped_without_targets=stats.rows_dropped_unsupervised,
                       conversations_with_control_text=stats.control_text, skipped=dict(sorted(stats.skipped.items())),
                       tail_tokens_dropped=stats.tail_tokens if every_row else None,
-                      duplicate_ids=stats.duplicate_ids or None),
+                      duplicate_ids=stats.duplicate_ids or None,
+                      unrendered_fields=dict(sorted(stats.unrendered_fields.items())) or None,
+                      unknown_fields=dict(sorted(stats.unknown_fields.items())) or None),
         tokenizer_files=dict(info.files), tokenizer_source=info.source, pins=dict(info.pins),
         pinned=tokenizer_pinned and dataset_pinned, tokenizer_pinned=tokenizer_pinned, dataset_pinned=dataset_pinned,
         eos_token=vocab.eos_token, eos_token_id=int(vocab.eos_id), renderer=encoder.renderer_description,
@@ -245,6 +268,18 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
                   "tokenizers": version("tokenizers")},
         tokenizer_backends=_backends(vocab, stats),
     )
+
+
+def _warn_fields(stats: BuildStats, model: str) -> None:
+    """One warning for the fields the rows do not hold (the record counts them per field)."""
+    from sftpack.tokenizers.loading import warn_once
+
+    for kind, counts, why in (("unrendered_fields", stats.unrendered_fields, f"{model}'s chat template writes nothing of"),
+                              ("unknown_fields", stats.unknown_fields, "sftpack does not know, and did not render")):
+        if counts:
+            listed = ", ".join(f"{name} ({n:,} conversations)" for name, n in sorted(counts.items()))
+            warn_once(f"{kind}: the rows hold conversations with message fields {why}: {listed}; the build record "
+                      f"counts them (--strict refuses them)")
 
 
 def _backends(vocab, stats: BuildStats) -> dict:

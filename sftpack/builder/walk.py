@@ -16,7 +16,8 @@ from sftpack.builder.record import BuildStats
 @dataclass
 class _WalkedChunk:
     """A chunk the walk has not yet passed: its first source row, the source rows of its kept conversations, its
-    skips ``(source row, (reason, detail), id)``, the kept indices holding control text, and how many of each the
+    skips ``(source row, (reason, detail), id)``, ``(kept index, notes, id)`` of the kept conversations the record
+    counts something of (control text, unrendered or unknown fields), and how many of each the
     walk has counted."""
 
     start: int
@@ -48,7 +49,7 @@ class Walk:
         kept = [p for p, status in enumerate(result.status) if status is None]
         index = {p: self.kept + i for i, p in enumerate(kept)}
         skips = [(self.rows + p, status, result.ids[p]) for p, status in enumerate(result.status) if status is not None]
-        control = sorted(index[p] for p in result.control_text)
+        control = sorted((index[p], notes, result.ids[p]) for p, notes in result.control_text)
         self.chunks.append(_WalkedChunk(self.rows, [self.rows + p for p in kept], skips, control))
         self.rows += len(result.status)
         self.kept += len(kept)
@@ -79,8 +80,9 @@ class Walk:
                     raise UsageError(f"--strict: conversation {conv_id!r}: {reason}: {detail}")
                 stats.skipped[reason] += 1
                 chunk.skips_counted += 1
-            while chunk.control_counted < len(chunk.control) and chunk.control[chunk.control_counted] < n:
-                stats.control_text += 1  # counted as reached, like the skips
+            while chunk.control_counted < len(chunk.control) and chunk.control[chunk.control_counted][0] < n:
+                _, notes, conv_id = chunk.control[chunk.control_counted]
+                stats.note(notes, conv_id if self.strict else None)  # counted as reached, like the skips
                 chunk.control_counted += 1
             end = chunk.start + len(chunk.kept_rows) + len(chunk.skips)
             if end > upto or chunk.control_counted < len(chunk.control):

@@ -17,7 +17,8 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.refs import resolve
-from sftpack.families.conversation import Skip, check_messages
+from sftpack.families.conversation import FIELDS, Conversation, Skip, check_conversation
+from sftpack.families.fields import FieldRouting, written_fields
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.infer import REASONING_MARKERS
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
@@ -39,24 +40,32 @@ class ConversationEncoder:
     rule: MaskRule
     renderer_description: str
     control_text: tuple[str, ...] = ()  # see control_text_of
+    routing: FieldRouting = FieldRouting()  # which renderer writes which message fields
 
     def __post_init__(self):
         self._control_re = re.compile(trie_pattern(self.control_text)) if self.control_text else None
         self._control_first = frozenset(t[0] for t in self.control_text)
 
-    def has_control_text(self, messages: list) -> bool:
-        """Whether any (checked) message's content holds control text (counted; it cannot move supervision)."""
+    def has_control_text(self, messages) -> bool:
+        """Whether any text of the (checked) conversation holds control text: its messages' contents, reasoning,
+        tool calls, and its tools (counted; it cannot move supervision)."""
         if not self.control_text:
             return False
-        contents = "\x00".join(m["content"] for m in messages)
+        checked = messages if isinstance(messages, Conversation) else check_conversation(messages)
+        contents = "\x00".join(_texts(checked))
         # a substring test per first character (memchr-fast) skips the regex for most conversations
         return any(c in contents for c in self._control_first) and self._control_re.search(contents) is not None
 
     def prepare(self, messages) -> tuple[str, list[tuple[int, int]]]:
         """Rendered text and its supervised character spans, or :class:`Skip`."""
-        clean = check_messages(messages)
+        text, spans, _ = self.examine(messages)
+        return text, spans
+
+    def examine(self, conversation) -> tuple[str, list[tuple[int, int]], Conversation]:
+        """Rendered text, its supervised character spans and the checked conversation, or :class:`Skip`."""
+        checked = check_conversation(conversation)
         try:
-            rendered = close_final_turn(self.render(clean), self.rule)
+            rendered = close_final_turn(self.routing.renderer(self.render, checked)(checked.messages), self.rule)
         except RenderTooLarge as e:
             raise Skip("rendered_too_large", f"{e} for one conversation (the cap)") from e
         except TemplateError as e:
@@ -64,7 +73,11 @@ class ConversationEncoder:
         if len(rendered.text) > MAX_RENDERED_CHARS:
             raise Skip("rendered_too_large", f"the conversation renders to {len(rendered.text):,} characters, more "
                                              f"than the cap of {MAX_RENDERED_CHARS:,}")
-        return rendered.text, supervised_spans(rendered, clean, self.rule)
+        return rendered.text, supervised_spans(rendered, checked.messages, self.rule), checked
+
+    def notes(self, checked: Conversation) -> tuple[str, ...]:
+        """What the build record counts of a kept conversation beside its tokens (see :meth:`FieldRouting.notes`)."""
+        return self.routing.notes(checked)
 
     def __call__(self, messages) -> tuple[np.ndarray, np.ndarray]:
         text, spans = self.prepare(messages)
@@ -74,7 +87,25 @@ class ConversationEncoder:
             raise Skip("invalid_unicode", str(e)) from e
 
     def render_text(self, messages) -> str:
-        return close_final_turn(self.render(check_messages(messages)), self.rule).text
+        checked = check_conversation(messages)
+        return close_final_turn(self.routing.renderer(self.render, checked)(checked.messages), self.rule).text
+
+
+def _texts(checked: Conversation):
+    """Every text of a checked conversation that a template may write."""
+    import json
+
+    for m in checked.messages:
+        yield m["content"]
+        if "reasoning_content" in m:
+            yield m["reasoning_content"]
+        for call in m.get("tool_calls", ()):
+            yield json.dumps(call, ensure_ascii=False)
+        for key in ("tool_call_id", "name"):
+            if key in m:
+                yield m[key]
+    if checked.tools:
+        yield json.dumps(checked.tools, ensure_ascii=False)
 
 
 def choose_renderer(profile: Profile, vocab: Vocab, rule: MaskRule) -> tuple[Renderer, str]:
@@ -248,7 +279,46 @@ def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
                         f"end of turn {list(rule.end_markers)!r} then {rule.after_end_of_turn!r}")
     if rule.final_turn_end:  # the rows' text is not the template's alone: say so in the record
         description += f"; {rule.final_turn_end} appended after a final assistant turn (rule {rule.name})"
-    return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab))
+    return ConversationEncoder(vocab, render, rule, description, control_text_of(rule, vocab),
+                               field_routing(profile, vocab, rule, render))
+
+
+def field_routing(profile: Profile, vocab: Vocab, rule: MaskRule, render: Renderer) -> FieldRouting:
+    """Which message fields ``render`` handles, which go through the tokenizer's template instead, and which the
+    template writes nothing of (:mod:`sftpack.families.fields`)."""
+    from sftpack.families.jinja import JinjaRenderer
+
+    family, name, everything = profile.family, profile.template, frozenset(FIELDS)
+    if isinstance(render, JinjaRenderer):  # the template renders every conversation
+        return FieldRouting(unrendered=everything - written_fields(render.text_of), family=name)
+    template = vocab.info.chat_template
+    if template is None:  # the family's own word for what its official template writes
+        return FieldRouting(family.fields, None, family.unrendered, "tools" in family.fields, name)
+    jinja = _jinja_renderer(profile, vocab, template, rule)
+    native = family.fields if _agrees(render, jinja.text_of, family.fields) else frozenset()
+    return FieldRouting(native, jinja, everything - written_fields(jinja.text_of), "tools" in native, name)
+
+
+def _agrees(native: Renderer, template: Callable, fields: frozenset) -> bool:
+    """Whether ``native`` writes what ``template`` (``(messages, tools) -> text``) writes on the field probes of
+    ``fields``, raising where it raises: a tokenizer's template may render tool calls otherwise than the official one."""
+    from sftpack.families.fields import field_probes
+
+    for field, (messages, tools) in field_probes().items():
+        if field not in fields:
+            continue
+        tools = tools if "tools" in fields else None
+        args = {"tools": tools} if tools else {}
+        if not _same(lambda m: native(m, **args).text, lambda m: template(m, tools), messages):
+            return False
+    return True
+
+
+def _same(a: Callable, b: Callable, messages: list) -> bool:
+    try:
+        return a(messages) == b(messages)
+    except TemplateError:
+        return _both_raise(lambda m: a(m), lambda m: b(m), messages)
 
 
 def _check_template_sha256(profile: Profile, vocab: Vocab) -> None:

@@ -43,6 +43,10 @@ class Family:
     the pins, but never run and never a reason to refuse the hub's files (Kimi's ``tokenization_kimi.py``).
     ``probes``: conversations that forge this family's turns in message content, rendered both ways before a
     tokenizer's own template is trusted to equal the native renderer (:mod:`sftpack.families.template_match`).
+    ``fields``: the message fields beyond role and content (``sftpack.families.conversation.FIELDS``: reasoning, tool
+    calls, tool results, tools, ...) the native renderer handles exactly as the official template does; a conversation
+    using another goes through the tokenizer's template (Jinja), or is skipped (``needs_template``) without one.
+    ``unrendered``: the fields the official template writes nothing of (counted as ``unrendered_fields``).
     """
 
     render: Ref = None
@@ -51,6 +55,8 @@ class Family:
     offline: dict[str, OfflineTokenizer] = field(default_factory=dict)
     informational_files: tuple[str, ...] = ()
     probes: tuple[Conversation, ...] = ()
+    fields: frozenset = frozenset()
+    unrendered: frozenset = frozenset()
 
     def renderer(self, options: dict | None = None):
         """The native renderer, imported now, with the profile's ``template_options`` bound; None for a

@@ -47,6 +47,17 @@ def compile_template(template: str):
     return _compile_jinja_template(template)
 
 
+def template_messages(messages: list) -> list:
+    """``messages`` as a chat template reads them: the reasoning (checked as ``reasoning_content``) under each name
+    templates read it by (gpt-oss reads ``thinking``).
+
+    >>> template_messages([{"role": "assistant", "content": "a", "reasoning_content": "r"}])[0]["thinking"]
+    'r'
+    """
+    return [{**m, "thinking": m["reasoning_content"], "reasoning": m["reasoning_content"]}
+            if "reasoning_content" in m else m for m in messages]
+
+
 class JinjaRenderer:
     def __init__(self, template: str, rule: MaskRule, special_tokens: dict[str, str], markers: list[str],
                  max_chars: int | None = None):
@@ -60,14 +71,17 @@ class JinjaRenderer:
         head = re.escape(rule.header).replace(re.escape("{name}"), "(?:(?!" + FILLER + ").)*?")
         self._header_re = re.compile(head, re.S)
 
-    def text_of(self, messages: list) -> str:
+    def text_of(self, messages: list, tools: list | None = None) -> str:
         """The template's own text for ``messages`` (no turn finding): what native renderers are compared with."""
-        return self._render_text(messages)
+        return self._render_text(messages, tools)
 
-    def _render_text(self, messages: list) -> str:
+    def _render_text(self, messages: list, tools: list | None = None) -> str:
         try:
             pieces, written = [], 0
-            for piece in self._template.generate(messages=messages, add_generation_prompt=False, **self.variables):
+            # every field of every message, the reasoning under each name templates read it by, and tools= as
+            # transformers passes it (None when the conversation has none)
+            for piece in self._template.generate(messages=template_messages(messages), tools=tools,
+                                                 add_generation_prompt=False, **self.variables):
                 written += len(piece)
                 if self.max_chars is not None and written > self.max_chars:
                     raise RenderTooLarge(f"the template wrote more than {self.max_chars:,} characters")
@@ -78,10 +92,13 @@ class JinjaRenderer:
         except Exception as e:  # jinja2 TemplateError, raise_exception(...), TypeError in filters
             raise TemplateError(str(e)) from e
 
-    def __call__(self, messages: list) -> Rendered:
-        text = self._render_text(messages)
-        sanitized_messages = [{**m, "content": self._sanitized(m["content"])} for m in messages]
-        probe = self._render_text(sanitized_messages) if sanitized_messages != messages else text
+    def __call__(self, messages: list, tools: list | None = None) -> Rendered:
+        text = self._render_text(messages, tools)
+        # control text in any string the template writes (content, reasoning, arguments, results, tools) is filled
+        sanitized = [{k: v if k == "role" else self._sanitized_value(v) for k, v in m.items()} for m in messages]
+        sanitized_tools = self._sanitized_value(tools)
+        same = sanitized == messages and sanitized_tools == tools
+        probe = text if same else self._render_text(sanitized, sanitized_tools)
         if len(probe) != len(text):
             raise TemplateError("the template's output depends on control text inside content")
         turns = []
@@ -100,6 +117,17 @@ class JinjaRenderer:
             turns.append(Turn(index, message["role"], m.start(), m.end(), end))
             cursor = end - self._opens_next(probe, end)
         return Rendered(text, tuple(turns))
+
+    def _sanitized_value(self, value):
+        """Every string in ``value`` (a message field: a string, or tool calls' and tools' objects and lists, their
+        keys too) :meth:`_sanitized`."""
+        if isinstance(value, str):
+            return self._sanitized(value)
+        if isinstance(value, list):
+            return [self._sanitized_value(v) for v in value]
+        if isinstance(value, dict):
+            return {self._sanitized_value(k): self._sanitized_value(v) for k, v in value.items()}
+        return value
 
     def _turn_end(self, probe: str, start: int) -> int | None:
         """Where the turn whose body starts at ``start`` ends: after the first end marker followed by the rule's

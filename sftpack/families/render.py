@@ -74,6 +74,21 @@ def split_reasoning(content: str) -> tuple[str, str]:
     return reasoning, content.split("</think>")[-1].lstrip("\n")
 
 
+def tool_result_turns(messages: list, index: int, header: str, body: str, close: str,
+                      first_opens: bool = False) -> tuple[str, str]:
+    """Message ``index`` (role ``tool``) as its part of the one turn consecutive tool results share: ``header``
+    before the first of them (the first message of all too when ``first_opens``), ``close`` after the last.
+
+    >>> m = [{"role": "user"}, {"role": "tool"}, {"role": "tool"}]
+    >>> tool_result_turns(m, 1, "<u>", "r1", "</u>"), tool_result_turns(m, 2, "<u>", "r2", "</u>")
+    (('<u>', 'r1'), ('', 'r2</u>'))
+    """
+    before = messages[index - 1]["role"] if index else None
+    after = messages[index + 1]["role"] if index + 1 < len(messages) else None
+    opens = before != "tool" if index else first_opens
+    return (header if opens else ""), body + (close if after != "tool" else "")
+
+
 class TurnWriter:
     """The bookkeeping every renderer shares: text written so far and where each turn lies in it.
 

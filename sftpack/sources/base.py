@@ -91,12 +91,19 @@ class Source:
 
     memory_mapped = False  # whether reading touches a memory map (a file cut short under it: SIGBUS)
 
-    def messages_of(self, row: dict):
+    def messages_of(self, row: dict, where: str = "a row"):
         """A JSON row's conversation: its ``messages``, or with ``info.shape == "sharegpt"`` its
-        ``conversations`` read as messages."""
+        ``conversations`` read as messages; with the row's ``tools``, ``{"messages", "tools"}``. A row holding both
+        shapes is refused (which one it means cannot be told)."""
+        if row.get("messages") is not None and row.get(SHAREGPT_COLUMN) is not None:
+            raise UsageError(f"source {self.info.dataset}: {where} holds both `messages` and `{SHAREGPT_COLUMN}`, two "
+                             "conversations in one row: keep one of them")
         if self.info.shape == "sharegpt":
-            return sharegpt_messages(row.get(SHAREGPT_COLUMN))
-        return row.get("messages")
+            messages = sharegpt_messages(row.get(SHAREGPT_COLUMN))
+        else:
+            messages = row.get("messages")
+        tools = row.get("tools")
+        return messages if tools is None else {"messages": messages, "tools": tools}
 
     def first_keys(self) -> list[str] | None:
         """The keys of the first row, for a source whose rows are JSON objects (None otherwise)."""

@@ -90,5 +90,5 @@ class JsonLinesSource(Source):
             if isinstance(rid, RowError):
                 out.append(rid)
                 continue
-            out.append((rid, self.messages_of(row)))
+            out.append((rid, self.messages_of(row, f"line {n}")))
         return out

@@ -29,7 +29,7 @@ class ListSource(Source):
             if isinstance(rid, RowError):
                 out.append(rid)
                 continue
-            out.append((rid, self.messages_of(row)))
+            out.append((rid, self.messages_of(row, f"row {k}")))
         return out
 
 
