@@ -304,7 +304,7 @@ def _agrees(native: Renderer, template: Callable, fields: frozenset) -> bool:
     ``fields``, raising where it raises: a tokenizer's template may render tool calls otherwise than the official one."""
     from sftpack.families.fields import field_probes
 
-    for field, (messages, tools) in field_probes().items():
+    for field, messages, tools in field_probes():
         if field not in fields:
             continue
         tools = tools if "tools" in fields else None

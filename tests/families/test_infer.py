@@ -31,6 +31,9 @@ NATIVE = {
 }
 # Where the inferred rule is not the shipped file, why (the agreement is then shown on 2,000 conversations):
 DIFFERENT_TEXT = {
+    "glm4_5": "the shipped rule also ends a turn at <|observation|>, the role token that opens tool results after a "
+              "turn that calls a tool (the inference probes conversations without tool calls)",
+    "glm4_7_flash": "as glm4_5: <|observation|> ends a turn that calls a tool",
     "kimi_k25": "the template writes <think> after every assistant header, so the inferred header holds it (the shipped "
                 "rule skips it) and names the role literally (the shipped {name} also matches message names, which "
                 "the build's conversations do not carry)",
