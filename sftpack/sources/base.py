@@ -3,12 +3,13 @@ row ids (given, or made from the row's position)."""
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
-from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, sharegpt_messages
-
+from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, ROLE_MAP, sharegpt_messages
 
 
 # Ids sftpack makes for rows without one live under this prefix, and a real id under it is skipped
@@ -113,6 +114,56 @@ class Source:
         """Why the files behind the source no longer match what was opened, if they do not (workers that read
         a memory map cut short die of SIGBUS; the parent asks this to say why)."""
         return None
+
+
+@dataclass(frozen=True)
+class SourceRequest:
+    """What the build asked for: ``--source`` as given, ``--dataset-revision`` and ``--sharegpt``."""
+
+    spec: str
+    revision: str | None = None
+    sharegpt: bool = False
+
+    @property
+    def path(self) -> Path:
+        return Path(self.spec)
+
+    def info(self, dataset: str, location: str, revision: str | None = None) -> SourceInfo:
+        """The opened source's description, with ShareGPT's shape and role map when ``--sharegpt`` was given."""
+        shape = {"shape": "sharegpt", "roles": dict(ROLE_MAP)} if self.sharegpt else {}
+        return SourceInfo(dataset, location, revision, **shape)
+
+
+class SourceReader:
+    """One kind of source, registered under a word ``--source`` takes (``hub``) or a file suffix (``.jsonl``) in
+    ``SOURCE_READERS`` (:mod:`sftpack.sources.registry`): :meth:`open` makes the :class:`Source` the build reads."""
+
+    def open(self, request: SourceRequest) -> Source:
+        raise NotImplementedError
+
+
+_NOT_PLAIN = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISSOCK, "a socket"),
+              (stat.S_ISBLK, "a block device"))
+
+
+def check_plain_file(path: Path, spec: str) -> None:
+    """Refuse, before opening it, a source that is neither a regular file nor a directory: a build reads its
+    source more than once (a FIFO opened a second time waits for a writer that never comes)."""
+    mode = path.stat().st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = next((name for test, name in _NOT_PLAIN if test(mode)), "not a file")
+    raise UsageError(f"--source {spec}: not a regular file ({kind}); a build reads its source more than once, so "
+                     "save it to a file first")
+
+
+def check_utf8(path: Path, spec: str) -> None:
+    """Refuse a JSON source in UTF-16 or UTF-32, naming its encoding and the conversion."""
+    with open(path, "rb") as f:
+        encoding = wide_encoding(f.read(4))
+    if encoding is not None:
+        raise UsageError(f"--source {spec}: the file is {encoding} text; sftpack reads JSON as UTF-8: convert it "
+                         f"(iconv -f {encoding} -t UTF-8)")
 
 
 # Byte-order marks of the encodings a JSON source is refused in (UTF-32's before UTF-16's: FF FE starts both).

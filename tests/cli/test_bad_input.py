@@ -693,7 +693,7 @@ def unsupported_suffix(path: Path) -> Path:
     (json_not_a_list, "object.json", "must hold a list"),
     (corrupt_arrow, "random.arrow", "cannot read it"),
     (empty_dir, "shards", "holds no .parquet files"),
-    (unsupported_suffix, "table.csv", "unsupported file type"),
+    (unsupported_suffix, "table.csv", "unknown source kind '.csv'; known: .arrow"),
 ])
 def test_bad_source_files(make, name, needle, tmp_path, capsys):
     path = tmp_path / name
