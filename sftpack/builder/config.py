@@ -31,7 +31,7 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from sftpack.base.arguments import argument
 from sftpack.base.errors import UsageError
-from sftpack.base.names import plain_name_problem
+from sftpack.base.plain_names import plain_name_problem
 
 MAX_ROW_TOKENS = 1 << 24  # provenance offsets are int32; a 16M-token row is already far past any trainer
 MAX_WORKERS = 256

@@ -25,7 +25,7 @@ from sftpack.families.encode import ConversationEncoder, make_encoder
 from sftpack.builder.output import OutputFiles
 from sftpack.builder.pack import pack_chunks
 from sftpack.builder.progress import Clock, Progress
-from sftpack.builder.names import output_name
+from sftpack.builder.stream_names import output_name
 from sftpack.builder.record import BuildRecord, BuildStats, OutputPaths, make_record
 from sftpack.sources import open_source
 from sftpack.sources.base import Source, SourceChanged

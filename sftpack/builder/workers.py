@@ -10,9 +10,9 @@ own pipes - and the parent waits with a timeout, so that a signal recorded meanw
 A result crosses its pipe in one write: a fixed prefix (the sizes), a small pickled header and the raw bytes of its
 arrays (pickle protocol 5, buffers out of band). The parent reads those bytes straight into the arrays it hands on,
 one copy, no unpickling of megabytes; a result that fits the pipe is all there when the parent is woken, so neither
-side waits on the other mid-result. A :class:`Steps` task runs its second step on a thread of the worker while the
-worker runs the first step of its next task (a tokenizer that releases the GIL then overlaps the Python work of the
-next chunk), and its third step back on the worker's own thread.
+side waits on the other mid-result. A :class:`Steps` task runs its ``tokenize`` step on a thread of the worker while the
+worker runs the ``prepare`` step of its next task (a tokenizer that releases the GIL then overlaps the Python work of
+the next chunk), and its ``finish`` step back on the worker's own thread.
 """
 
 from __future__ import annotations
@@ -48,17 +48,18 @@ class WorkerDied(Exception):
 
 @dataclass(frozen=True)
 class Steps:
-    """A task in three steps, ``third(second(first(task)))``. A worker runs one task's second step on a thread while
-    it runs the next task's first step, then the third step itself (results still in task order). The second step
-    is meant to be one call that releases the GIL: each time a thread takes the GIL back while the other runs
-    Python, it waits up to the switch interval (5 ms), so whatever needs the GIL goes in the first or third step."""
+    """A task in three steps, ``finish(tokenize(prepare(task)))``. A worker runs one task's ``tokenize`` on a thread
+    while it runs the next task's ``prepare``, then ``finish`` itself (results still in task order). ``tokenize`` is
+    meant to be one call that releases the GIL (the engines'): each time a thread takes the GIL back while the other
+    runs Python, it waits up to the switch interval (5 ms), so whatever needs the GIL goes in ``prepare`` or
+    ``finish``."""
 
-    first: Callable
-    second: Callable
-    third: Callable
+    prepare: Callable
+    tokenize: Callable
+    finish: Callable
 
     def __call__(self, task):
-        return self.third(self.second(self.first(task)))
+        return self.finish(self.tokenize(self.prepare(task)))
 
 
 PIPE_BYTES = 1 << 20  # results are megabytes: fewer, larger pipe writes (F_SETPIPE_SZ, Linux; best effort)
@@ -192,26 +193,26 @@ def _outcome(future: Future, then: Callable) -> tuple:
 
 
 def _serve_steps(fn: Steps, tasks, results) -> None:
-    """Task k's second step runs on a thread while task k+1's first step runs here, then task k's third step;
+    """Task k's ``tokenize`` runs on a thread while task k+1's ``prepare`` runs here, then task k's ``finish``;
     results go out in order."""
     pending: Future | None = None
     with ThreadPoolExecutor(1) as thread:
         while True:
             if pending is not None and not tasks.poll():  # no next task to overlap with: hand the result back now
-                _send(results, _outcome(pending, fn.third))
+                _send(results, _outcome(pending, fn.finish))
                 pending = None
             try:
                 task = tasks.recv()
             except EOFError:
                 break
-            first = _run(fn.first, task)
-            previous, pending = pending, (thread.submit(fn.second, first[1]) if first[0] else None)
-            if previous is not None:  # its third step runs while the thread encodes this task
-                _send(results, _outcome(previous, fn.third))
-            if not first[0]:
-                _send(results, first)
+            prepared = _run(fn.prepare, task)
+            previous, pending = pending, (thread.submit(fn.tokenize, prepared[1]) if prepared[0] else None)
+            if previous is not None:  # its finish step runs while the thread encodes this task
+                _send(results, _outcome(previous, fn.finish))
+            if not prepared[0]:
+                _send(results, prepared)
         if pending is not None:
-            _send(results, _outcome(pending, fn.third))
+            _send(results, _outcome(pending, fn.finish))
 
 
 _PREFIX = struct.Struct("<QQ")  # header bytes, number of out-of-band buffers; then each buffer's size (<Q)

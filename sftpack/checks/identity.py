@@ -1,7 +1,7 @@
 """What a rows file says about how it was built, and what a declaration's shape says before any hash.
 
 A rows file records its build name (``sftpack.build``). A build's name states every parameter of its row
-stream that differs from the profile's published one (:mod:`sftpack.builder.names`), so the name alone gives
+stream that differs from the profile's published one (:mod:`sftpack.builder.stream_names`), so the name alone gives
 the profile, its loss mask and tokenizer, the seed and the row length, also for a file renamed away from its
 build record.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sftpack.builder.config import DEFAULTS
-from sftpack.builder.names import parse_stream_name
+from sftpack.builder.stream_names import parse_stream_name
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from sftpack.base.errors import UsageError
-from sftpack.base.names import plain_name_problem
+from sftpack.base.plain_names import plain_name_problem
 from sftpack.base.refs import resolve
 from sftpack.families.family import TemplateOption
 from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_names, offline_tokenizers

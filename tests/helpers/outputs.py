@@ -1,5 +1,5 @@
 """The files a build wrote. Their names state the build's parameters (``NAME-rows6.parquet``,
-``NAME-seed7-rowtokens512-rows1.parquet``: see sftpack.builder.names), so a test that built once into a directory
+``NAME-seed7-rowtokens512-rows1.parquet``: see sftpack.builder.stream_names), so a test that built once into a directory
 finds them by suffix."""
 
 from __future__ import annotations
