@@ -72,8 +72,8 @@ class Piece:
 
 class Pieces(Sequence):
     """A row's pieces as arrays, read as :class:`Piece` objects on demand: the packer cuts a whole chunk's rows at
-    once, and a Piece object per piece cost its one thread 21% of its GIL time at 16 workers (py-spy, the 16-core
-    host); the parquet writer takes the arrays as they are.
+    once, and a Piece object per piece cost its one thread 21% of its time at 16 workers; the parquet writer takes
+    the arrays as they are.
 
     >>> pieces = Pieces(["a", "b"], np.array([0, 5]), np.array([5, 3]), np.array([2, 0]))
     >>> pieces[1], len(pieces), pieces == [Piece("a", 0, 5, 2), Piece("b", 5, 3, 0)]
