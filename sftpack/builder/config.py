@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass, fields
 
-from sftpack.base.arguments import argument
+from sftpack.base.arguments import add_options, argument, check_options, named, option, options_from
 from sftpack.base.errors import UsageError
 from sftpack.base.plain_names import plain_name_problem
 
@@ -37,13 +36,6 @@ MAX_ROW_TOKENS = 1 << 24  # provenance offsets are int32; a 16M-token row is alr
 MAX_WORKERS = 256
 # Used when neither the option nor the profile's `defaults:` gives a value (the recipe workload's figures).
 DEFAULTS = {"rows": 6400, "row_tokens": 8192, "seed": 42}
-
-
-def option(default=MISSING, *, help: str, kind: type = str, flag: str | None = None, check=None):
-    """A :class:`BuildConfig` field: ``kind`` is its type (``bool``: a switch), ``check(value)`` returns the
-    problem with a value, or None; ``flag`` defaults to ``--field-name``."""
-    meta = {"help": help, "kind": kind, "flag": flag, "check": check}
-    return field(default=default, metadata=meta)
 
 
 def _range(low: int, high: int | None = None, too_low: str = "must be at least {low}"):
@@ -131,23 +123,7 @@ class BuildConfig:
                                     "same either way (default: auto)")
 
     def __post_init__(self):
-        for f in fields(self):
-            value, meta = getattr(self, f.name), f.metadata
-            if isinstance(value, os.PathLike) and meta["kind"] is str:
-                value = os.fspath(value)  # out=Path(...) and tokenizer=Path(...) are fine from Python
-                setattr(self, f.name, value)
-            if value is None and f.default is None:
-                continue
-            flag = named(f)
-            if meta["kind"] is bool and not isinstance(value, bool):
-                raise UsageError(f"{flag} must be True or False (got {value!r})")
-            if meta["kind"] is int and (isinstance(value, bool) or not isinstance(value, int)):
-                raise UsageError(f"{flag} must be an integer (got {value!r})")
-            if meta["kind"] is str and not isinstance(value, str):
-                raise UsageError(f"{flag} must be a string (got {value!r})")
-            problem = meta["check"](value, flag) if meta["check"] else None
-            if problem:
-                raise UsageError(problem)
+        check_options(self)
         if self.dataset_revision is not None and self.source != "hub" and not hub_dataset(self.source):
             raise UsageError(f"{argument('dataset_revision')} applies to {argument('source')} hub or a hub dataset id "
                              f"only (the source is {self.source})")
@@ -166,15 +142,6 @@ class BuildConfig:
         return out
 
 
-def flag_of(f) -> str:
-    return f.metadata["flag"] or "--" + f.name.replace("_", "-")
-
-
-def named(f) -> str:
-    """Field ``f`` as an error names it: its flag on the command line, its keyword in Python."""
-    return argument(f.name, flag=flag_of(f))
-
-
 def hub_dataset(source: str) -> bool:
     """Whether ``source`` reads as a hub dataset id (``ORG/NAME[@REVISION]``) rather than a local path."""
     from sftpack.sources.huggingface import hub_id
@@ -182,29 +149,12 @@ def hub_dataset(source: str) -> bool:
     return not os.path.exists(source) and hub_id(source) is not None
 
 
-def add_arguments(parser, names=None, *, help_prefix: str = "", defaults: bool = True, notes: dict | None = None) -> None:
-    """Add the :class:`BuildConfig` options ``names`` (default: all) to an argparse parser. ``defaults=False``
-    leaves every default None, so that the caller sees which options were given (the help then drops the
-    "(default: ...)" of the build; ``notes`` says the caller's own default instead)."""
-    for f in fields(BuildConfig):
-        if names is not None and f.name not in names:
-            continue
-        meta, flag = f.metadata, flag_of(f)
-        text = meta["help"] if defaults else re.sub(r" \((default|offline)[^()]*(\([^()]*\)[^()]*)*\)", "", meta["help"])
-        if notes and f.name in notes:
-            text += f" ({notes[f.name]})"
-        kwargs = {"dest": f.name, "help": help_prefix + text}
-        if meta["kind"] is bool:
-            kwargs["action"] = "store_false" if f.default else "store_true"
-        else:
-            kwargs["type"] = meta["kind"]
-            if f.default is MISSING:
-                kwargs["required"] = True
-            elif defaults and f.default is not None:
-                kwargs["default"] = f.default
-        parser.add_argument(flag, **kwargs)
+def add_arguments(parser, names=None, **how) -> None:
+    """Add the :class:`BuildConfig` options ``names`` (default: all) to an argparse parser
+    (:func:`sftpack.base.arguments.add_options`)."""
+    add_options(parser, BuildConfig, names, **how)
 
 
 def from_arguments(args) -> BuildConfig:
     """The :class:`BuildConfig` of parsed ``sftpack build`` arguments."""
-    return BuildConfig(**{f.name: getattr(args, f.name) for f in fields(BuildConfig)})
+    return options_from(BuildConfig, args)

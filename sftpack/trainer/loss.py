@@ -27,8 +27,8 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.trainer.head import ChunkLoss, Head, head_of
+from sftpack.trainer.loss_config import LossConfig, dtype_problem
 
-DTYPES = ("bfloat16", "float16", "float32", "float64")
 CHECK_TOKENS = 64  # prefix length of the head self-check
 # Largest tolerated |our logits - model logits| / max|model logits| in the self-check, by compute dtype: the two
 # differ only by where the upcast happens; a missed scale or cap is off by percents or more.
@@ -86,9 +86,7 @@ def check_head(model, decoder, head: Head, ids, dtype: str) -> float:
     return diff
 
 
-def _check_dtype_device(torch, dtype: str, device: str | None) -> None:
-    if dtype not in DTYPES:
-        raise UsageError(f"--dtype {dtype}: choose one of {', '.join(DTYPES)}")
+def _check_device(torch, device: str | None) -> None:
     if device is None:
         return
     try:
@@ -104,7 +102,9 @@ def load_model(name: str, revision: str | None, device: str | None, dtype: str, 
     """``AutoModelForCausalLM.from_pretrained`` in ``dtype``, in eval mode: on ``device``, or placed by accelerate
     with an explicit ``device_map`` (``placement.plan_of``)."""
     torch = torch_or_usage_error()
-    _check_dtype_device(torch, dtype, device)
+    if dtype_problem(dtype, "--dtype"):
+        raise UsageError(dtype_problem(dtype, "--dtype"))
+    _check_device(torch, device)
     from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
@@ -219,47 +219,44 @@ def _row_loss(chunk_loss: ChunkLoss, decoder, ids, row_tokens: np.ndarray, row_m
     return float(row_sum), len(targets)
 
 
-def loss_of_rows(model: str, rows: str, *, revision: str | None = None, limit: int = 128, device: str | None = None,
-                 dtype: str = "bfloat16", chunk: int = 1024, per_row: bool = False, trust_remote_code: bool = False,
-                 device_map: str | None = None, max_memory: str | dict | None = None, compile: str = "auto",
-                 progress: bool = False) -> dict:
-    """``sftpack loss``: load ``model``, take the first ``limit`` rows of the ``rows`` parquet, return the figures.
+def loss_of_rows(model: str, rows: str, **options) -> dict:
+    """``sftpack loss``: load ``model``, take the first ``limit`` rows of the ``rows`` parquet, return the figures;
+    ``options`` are the other fields of :class:`~sftpack.trainer.loss_config.LossConfig` (``limit``, ``device``,
+    ``dtype``, ...), checked there.
 
     ``device_map="auto"`` places the model with accelerate under ``max_memory`` (``"0=60GiB,cpu=200GiB"`` or a
     dict); the plan is checked before any weight is read and returned as ``placement``. ``progress``: say each
     stage on stderr and draw a bar over the rows."""
+    return loss_of(LossConfig(model=model, rows=rows, **options))
+
+
+def loss_of(config: LossConfig) -> dict:
+    """The figures of :func:`loss_of_rows` for a checked :class:`~sftpack.trainer.loss_config.LossConfig`."""
     from sftpack.rows import read_rows
     from sftpack.rows.hashing import rows_sha256_of
-    from sftpack.trainer.placement import DEVICE_MAPS, parse_max_memory, plan_of
+    from sftpack.trainer.placement import parse_max_memory, plan_of
 
+    c = config
+    tokens, mask = read_rows(c.rows, slice(0, c.limit))  # a bad file is named before torch is asked for
     torch = torch_or_usage_error()
-    if limit < 1:
-        raise UsageError(f"--limit {limit}: must be at least 1")
-    if device_map is not None and device is not None:
-        raise UsageError("--device and --device-map exclude each other (--device-map places the model itself)")
-    if device_map is not None and device_map not in DEVICE_MAPS:
-        raise UsageError(f"--device-map {device_map}: choose one of {', '.join(DEVICE_MAPS)}")
-    if max_memory is not None and device_map is None:
-        raise UsageError("--max-memory goes with --device-map auto")
-    _check_dtype_device(torch, dtype, device)
-    tokens, mask = read_rows(rows, slice(0, limit))
-    stages = Stages(progress)
-    stages.say(f"loading {model}" + (f" ({device_map} placement)" if device_map else ""))
+    _check_device(torch, c.device)
+    stages = Stages(c.progress)
+    stages.say(f"loading {c.model}" + (f" ({c.device_map} placement)" if c.device_map else ""))
     plan = None
-    if device_map is not None:
-        budget = parse_max_memory(max_memory) if isinstance(max_memory, str) else max_memory
-        plan = plan_of(model, revision, dtype, budget, trust_remote_code)  # refuses a model too large: no weight read
-        loaded = load_model(model, revision, None, dtype, trust_remote_code, device_map=plan.device_map)
+    if c.device_map is not None:
+        budget = parse_max_memory(c.max_memory) if isinstance(c.max_memory, str) else c.max_memory
+        plan = plan_of(c.model, c.revision, c.dtype, budget, c.trust_remote_code)  # refuses a model too large
+        loaded = load_model(c.model, c.revision, None, c.dtype, c.trust_remote_code, device_map=plan.device_map)
         device = "device map auto"
     else:
-        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        loaded = load_model(model, revision, device, dtype, trust_remote_code)
+        device = c.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        loaded = load_model(c.model, c.revision, device, c.dtype, c.trust_remote_code)
     stages.say(f"{len(tokens):,} rows: checking the head on row 0 first (compiling it can take a minute)")
     with stages.bar(len(tokens)) as advance:
-        result = step0_loss(loaded, tokens, mask, chunk=chunk, dtype=dtype, per_row=per_row, compile=compile,
+        result = step0_loss(loaded, tokens, mask, chunk=c.chunk, dtype=c.dtype, per_row=c.per_row, compile=c.compile,
                             progress=advance)
-    result.update({"model": model, "revision": revision, "rows_path": str(rows), "rows_sha256": rows_sha256_of(tokens, mask),
-                   "dtype": dtype, "device": device, "chunk": chunk})
+    result.update({"model": c.model, "revision": c.revision, "rows_path": str(c.rows),
+                   "rows_sha256": rows_sha256_of(tokens, mask), "dtype": c.dtype, "device": device, "chunk": c.chunk})
     if plan is not None:
         result["placement"] = plan.lines()
         result["device_map"] = {k: v for k, v in plan.device_map.items()}
