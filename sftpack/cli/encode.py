@@ -10,7 +10,8 @@ from sftpack.base.errors import UsageError
 
 def add(sub):
     p = sub.add_parser("encode", help="tokens and loss mask of one conversation (stdin JSON)", description=(
-        "Read one conversation on stdin (a JSON list of messages, or an object with `messages`) and print "
+        "Read one conversation on stdin (a JSON list of messages, or an object with `messages` and optionally "
+        "`tools`) and print "
         '{"tokens": [...], "loss_mask": [...]} (no packing, no EOS).'))
     p.add_argument("--model", required=True, help="model profile (see `sftpack models`)")
     p.add_argument("--tokenizer", help="local tokenizer directory or tokenizer.json")
@@ -31,7 +32,9 @@ def run(args) -> int:
         raise UsageError("stdin is not usable JSON (nested too deeply)") from None
     except ValueError as e:
         raise UsageError(f"stdin is not JSON ({e})") from e
-    messages = data.get("messages") if isinstance(data, dict) else data
+    messages = data  # a list of messages, or an object with `messages` and, optionally, `tools`
+    if isinstance(data, dict):
+        messages = {"messages": data.get("messages"), "tools": data.get("tools")}
     encoder = get_encoder(args.model, args.tokenizer)
     try:
         ids, mask = encoder(messages)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
-from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, ROLE_MAP, sharegpt_messages
+from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, ROLE_MAP, sharegpt_messages, sharegpt_tools
 
 
 # Ids sftpack makes for rows without one live under this prefix, and a real id under it is skipped
@@ -104,6 +104,8 @@ class Source:
         else:
             messages = row.get("messages")
         tools = row.get("tools")
+        if tools is not None and self.info.shape == "sharegpt":
+            tools = sharegpt_tools(tools)
         return messages if tools is None else {"messages": messages, "tools": tools}
 
     def first_keys(self) -> list[str] | None:

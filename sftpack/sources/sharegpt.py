@@ -1,14 +1,22 @@
 """The ShareGPT shape (``conversations: [{from, value}]``) read as Tulu 3's (``messages: [{role, content}]``).
 
-``from`` names map to roles by :data:`ROLE_MAP` (the build record lists it); any other ``from`` (``tool``,
-``function_call``, ``observation``) is kept as it is, so the conversation is skipped as ``unknown_role`` and
-counted, exactly as a Tulu row with that role would be.
+``from`` names map to roles by :data:`ROLE_MAP` (the build record lists it); ``function_call`` (a JSON call
+``{name, arguments}``, or a list of them) becomes an assistant message with ``tool_calls`` and ``observation`` a
+``tool`` message (:func:`tool_turns`); the row's ``tools`` (a list or a JSON string of function schemas, bare or
+``{type: "function", function}``) become the conversation's. Any other ``from`` is kept as it is, so the conversation
+is skipped as ``unknown_role`` and counted, exactly as a Tulu row with that role would be.
 
     >>> sharegpt_messages([{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Yo"}])
     [{'role': 'user', 'content': 'Hi'}, {'role': 'assistant', 'content': 'Yo'}]
+    >>> tool_turns([{"role": "function_call", "content": '{"name": "f", "arguments": {"x": 1}}'},
+    ...             {"role": "observation", "content": "2"}])
+    [{'role': 'assistant', 'content': '', 'tool_calls': [{'type': 'function', 'function': {'name': 'f', \
+'arguments': {'x': 1}}}]}, {'role': 'tool', 'content': '2'}]
 """
 
 from __future__ import annotations
+
+import json
 
 import pyarrow as pa
 
@@ -30,6 +38,45 @@ def missing_column(where: str, found: list[str], sharegpt: bool) -> str:
             f"id, messages [{{role, content}}], source{hint}")
 
 
+TOOL_ROLES = ("function_call", "observation")  # ShareGPT's tool turns (LLaMA-Factory's names)
+
+
+def tool_turns(messages: list) -> list:
+    """ShareGPT's ``function_call`` and ``observation`` turns as an assistant message's ``tool_calls`` and a ``tool``
+    message; a call that is not JSON is left for the conversation checks to name (``tool_calls_invalid``)."""
+    out = []
+    for m in messages:
+        role = m.get("role") if isinstance(m, dict) else None
+        if role == "observation":
+            m = {**m, "role": "tool"}
+        elif role == "function_call":
+            m = {**m, "role": "assistant", "content": "", "tool_calls": _calls(m.get("content"))}
+        out.append(m)
+    return out
+
+
+def _calls(value):
+    try:
+        calls = json.loads(value) if isinstance(value, str) else value
+    except (ValueError, RecursionError):
+        return value  # refused by the checks, named
+    calls = calls if isinstance(calls, list) else [calls]
+    return [{"type": "function", "function": c} if isinstance(c, dict) and "function" not in c else c for c in calls]
+
+
+def sharegpt_tools(tools):
+    """A row's ``tools`` as function schemas ``{type: "function", function}`` (LLaMA-Factory writes them bare, as a
+    JSON string); anything else is returned as it is, for the checks to name."""
+    if isinstance(tools, str):
+        try:
+            tools = json.loads(tools)
+        except (ValueError, RecursionError):
+            return tools
+    if not isinstance(tools, list):
+        return tools
+    return [{"type": "function", "function": t} if isinstance(t, dict) and "function" not in t else t for t in tools]
+
+
 def sharegpt_messages(conversation):
     """One row's ``conversations`` as ``messages``; anything that is not a list of objects is returned as it
     is, so that the conversation checks name what is wrong with it."""
@@ -47,7 +94,7 @@ def sharegpt_messages(conversation):
         if "value" in turn:
             message["content"] = turn["value"]
         out.append(message)
-    return out
+    return tool_turns(out)
 
 
 def sharegpt_table(table: pa.Table, where: str) -> pa.Table:

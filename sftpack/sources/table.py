@@ -16,7 +16,7 @@ from sftpack.base.errors import UsageError
 from sftpack.sources.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
 from sftpack.sources.huggingface import load_hub
 from sftpack.sources.pins import TULU_REPO
-from sftpack.sources.sharegpt import missing_column, sharegpt_table
+from sftpack.sources.sharegpt import COLUMN, TOOL_ROLES, missing_column, sharegpt_table, sharegpt_tools, tool_turns
 
 # Parquet sources above this size are memory-mapped through the `datasets` Arrow cache instead of being
 # read into memory (the full Tulu 3 mixture is ~2.9 GB of Arrow).
@@ -31,7 +31,13 @@ class TableSource(Source):
             table = sharegpt_table(table, info.dataset)
         if "messages" not in table.column_names:
             raise UsageError(missing_column(info.dataset, table.column_names, sharegpt=False))
+        if COLUMN in table.column_names:  # (sharegpt_table refuses the same with --sharegpt)
+            raise UsageError(f"source {info.dataset}: it has both `messages` and `{COLUMN}`, two conversation shapes: "
+                             "keep one of them")
         self.info = info
+        # the conversations' tools (a list or a JSON string per row): one contiguous array, read a row at a time
+        tools = table.column("tools") if "tools" in table.column_names else None
+        self._tools = None if tools is None else (tools.combine_chunks() if tools.num_chunks != 1 else tools.chunk(0))
         table = _plain_columns(table, info)
         # Memory maps behind the table: their pages are released whenever the process's RSS passes
         # RELEASE_ABOVE_BYTES, so reading 65k random rows of a 3 GB source does not leave the whole file in RSS.
@@ -101,7 +107,22 @@ class TableSource(Source):
         if self._maps and _resident_bytes() > RELEASE_ABOVE_BYTES:
             for mapped in self._maps:
                 mapped.release()
-        return [_table_row(pair, k) for pair, k in zip(out, indices.tolist())]
+        rows = [_table_row(pair, k) for pair, k in zip(out, indices.tolist())]
+        if self._tools is not None or self.info.shape == "sharegpt":
+            rows = [row if isinstance(row, RowError) else self._whole(row, k) for row, k in zip(rows, indices.tolist())]
+        return rows
+
+    def _whole(self, row: tuple, k: int) -> tuple:
+        """A row with its tools, and ShareGPT's tool turns read as tool calls and results."""
+        rid, messages = row
+        sharegpt = self.info.shape == "sharegpt"
+        if sharegpt and isinstance(messages, list) and any(isinstance(m, dict) and m.get("role") in TOOL_ROLES
+                                                             for m in messages):
+            messages = tool_turns(messages)
+        tools = None if self._tools is None else self._tools[k].as_py()
+        if tools is None:
+            return rid, messages
+        return rid, {"messages": messages, "tools": sharegpt_tools(tools) if sharegpt else tools}
 
     def _take_slow(self, chunk: int, rows) -> list[tuple]:
         rows = pa.array(rows, pa.int64())
