@@ -157,12 +157,13 @@ def test_footer_thrift_round_trip_and_stitching_of_other_files(tmp_path):
     from synthetic import PARQUET_OPTIONS  # tools/synthetic/ (the tests put tools/ on the path)
 
     from sftpack.sources import SAMPLE_PATH
-    from sftpack.rows.parts import Stitcher, _encode_struct, _footer, _parse_struct, _Reader, part
+    from sftpack.rows.parts import Stitcher, footer_of, part
+    from sftpack.rows.thrift_compact import Reader, encode_struct, parse_struct
 
     # the bundled sample: another writer's options, with statistics (binary min/max) in its footer
     data = SAMPLE_PATH.read_bytes()
-    footer = _footer(data)
-    assert _encode_struct(_parse_struct(_Reader(footer))) == bytes(footer)
+    footer = footer_of(data)
+    assert encode_struct(parse_struct(Reader(footer))) == bytes(footer)
     table = pq.read_table(SAMPLE_PATH)
     schema = pq.read_schema(SAMPLE_PATH)
     options = {k: v for k, v in PARQUET_OPTIONS.items() if k != "write_batch_size"}
