@@ -1,4 +1,4 @@
-"""Arrow-table sources: ``.parquet`` (in memory, or through the ``datasets`` cache when large), ``.arrow``
+"""Arrow-table sources: ``.parquet`` (in memory, or through sftpack's cache when large), ``.arrow``
 (memory-mapped) and the pinned Tulu 3 mixture from the hub."""
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ import pyarrow.parquet as pq
 from sftpack.base.errors import UsageError
 from sftpack.sources.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
 from sftpack.sources.huggingface import load_hub
+from sftpack.sources.parquet_cache import arrow_copy
 from sftpack.sources.pins import TULU_REPO
 from sftpack.sources.sharegpt import COLUMN, TOOL_ROLES, missing_column, sharegpt_table, sharegpt_tools, tool_turns
 
-# Parquet sources above this size are memory-mapped through the `datasets` Arrow cache instead of being
-# read into memory (the full Tulu 3 mixture is ~2.9 GB of Arrow).
+# Parquet sources above this size are decoded once into sftpack's cache and memory-mapped from there instead of being
+# read into memory by every build (the full Tulu 3 mixture is ~2.9 GB of Arrow; sftpack.sources.parquet_cache).
 IN_MEMORY_PARQUET_BYTES = 256 << 20
 
 
@@ -260,11 +261,10 @@ def open_parquet(paths: list[Path], info: SourceInfo) -> Source:
     if sum(p.stat().st_size for p in paths) <= IN_MEMORY_PARQUET_BYTES:
         tables = [pq.read_table(p) for p in paths]
         return TableSource(pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0], info)
-    import datasets
-
-    with quiet_datasets():
-        ds = datasets.load_dataset("parquet", data_files=[str(p) for p in paths], split="train")
-    table, maps = read_arrow_files([f["filename"] for f in ds.cache_files])
+    copies = [arrow_copy(p) for p in paths]
+    if None in copies:  # a cache that cannot be written: read into memory
+        return TableSource(pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default"), info)
+    table, maps = read_arrow_files(copies)
     return TableSource(table, info, maps)
 
 

@@ -150,9 +150,10 @@ def test_memory_mapped_arrow_source_survives_page_release(tmp_path, monkeypatch)
     assert got == [(r["id"], r["messages"]) for r in expected]
 
 
-def test_large_parquet_goes_through_the_datasets_arrow_cache(tmp_path, monkeypatch):
-    """Parquet sources above IN_MEMORY_PARQUET_BYTES are memory-mapped through `datasets`' Arrow cache (the
-    full Tulu mixture does not fit the memory budget); the rows read are the same."""
+def test_large_parquet_goes_through_sftpacks_arrow_cache(tmp_path, monkeypatch):
+    """Parquet sources above IN_MEMORY_PARQUET_BYTES are decoded once into sftpack's cache and memory-mapped from
+    there (the full Tulu mixture does not fit the memory budget); the rows read are the same, and a second open
+    reads the copies without writing them again."""
     import pyarrow.parquet as pq
     from synthetic import write_synthetic_parquet
 
@@ -162,14 +163,50 @@ def test_large_parquet_goes_through_the_datasets_arrow_cache(tmp_path, monkeypat
     shards.mkdir()
     write_synthetic_parquet(shards / "train-00000.parquet", 300, seed=5)
     write_synthetic_parquet(shards / "train-00001.parquet", 200, seed=6)
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    monkeypatch.setenv("SFTPACK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(source_module, "IN_MEMORY_PARQUET_BYTES", 0)
     source = open_source(str(shards))
     assert source._maps  # backed by memory-mapped cache files
+    copies = sorted((tmp_path / "cache" / "sources").glob("*.arrow"))
+    assert len(copies) == 2
     table = pa.concat_tables([pq.read_table(p) for p in sorted(shards.glob("*.parquet"))])
     indices = permutation(500, 2)[:200]
     expected = table.take(pa.array(indices)).select(["id", "messages"]).to_pylist()
     assert source.take(indices) == [(r["id"], r["messages"]) for r in expected]
+    written = [p.stat().st_mtime_ns for p in copies]
+    assert open_source(str(shards)).take(indices) == source.take(indices)
+    assert [p.stat().st_mtime_ns for p in copies] == written
+
+
+@pytest.mark.parametrize("damage", ["cut short", "size record lost", "another file's rows"])
+def test_a_damaged_arrow_copy_of_a_parquet_source_is_decoded_again(tmp_path, monkeypatch, damage):
+    import pyarrow.parquet as pq
+    from synthetic import write_synthetic_parquet
+
+    import sftpack.sources.table as source_module
+    from sftpack.sources.parquet_cache import entry_for
+
+    path = tmp_path / "s.parquet"
+    write_synthetic_parquet(path, 120, seed=3)
+    monkeypatch.setenv("SFTPACK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(source_module, "IN_MEMORY_PARQUET_BYTES", 0)
+    open_source(str(path))
+    entry = entry_for(path)
+    good = entry.read_bytes()
+    if damage == "cut short":
+        entry.write_bytes(good[: len(good) // 2])
+    elif damage == "size record lost":
+        entry.with_suffix(".size").unlink()
+    else:  # whole, and of the recorded size, but not this file's rows
+        other = tmp_path / "other.parquet"
+        write_synthetic_parquet(other, 60, seed=4)
+        with pa.OSFile(str(entry), "wb") as sink, pa.ipc.new_file(sink, pq.read_schema(other)) as writer:
+            writer.write_table(pq.read_table(other))
+        entry.with_suffix(".size").write_text(str(entry.stat().st_size))
+    source = open_source(str(path))
+    assert entry.read_bytes() == good
+    expected = pq.read_table(path).select(["id", "messages"]).to_pylist()
+    assert source.take(list(range(120))) == [(r["id"], r["messages"]) for r in expected]
 
 
 @pytest.mark.parametrize("block", [1, 2, 3, 5, 8, 64, 4 << 20])
