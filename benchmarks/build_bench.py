@@ -2,6 +2,8 @@
 
     python benchmarks/build_bench.py                                   # 939k conversations, --rows all, 1 and all cores
     python benchmarks/build_bench.py --conversations 200000 --rows 6400 --workers 2 --floor-threads 2
+    taskset -c 0,1 python benchmarks/build_bench.py --conversations 200000 --rows 6400 --workers 2 --floor-threads 2 \
+        --source-format parquet --turns 5                                # the recipe build on 2 cores, from parquet
     python benchmarks/build_bench.py --baseline-rows 6400 --workers 16 --reference-sample 0 --json-out r.json
     python benchmarks/build_bench.py --model gpt-oss-20b --baseline-rows 6400 --workers 16 --compare-backend
 
@@ -18,7 +20,10 @@
    tokenization scales on this machine, whatever sftpack does).
 4. Optionally the straightforward path on a sample (Jinja ``apply_chat_template`` + ``tokenizers`` offsets + a
    per-character mask), one process (needs ``../shared``; ``--reference-sample 0`` skips it).
-5. ``--compare-backend``: each measured build again with ``--tokenizer-backend tiktoken`` (the same bytes, checked),
+5. ``--turns N``: instead of 2-4, the build at the first ``--workers`` count and the floor, N times in turns, after a
+   first build that fills the caches: the median and spread of build / floor (``--source-format parquet``: from a
+   parquet file, what the hub serves).
+6. ``--compare-backend``: each measured build again with ``--tokenizer-backend tiktoken`` (the same bytes, checked),
    the baseline measured in the same run for the speed of the default backend.
 Prints ratios: build / floor at 1 worker, parallel efficiency against 1 worker, memory peaks per process, and the
 figures against their targets.
@@ -336,6 +341,12 @@ def main() -> None:
     ap.add_argument("--json-out", help="also write every figure here")
     ap.add_argument("--model", default=MODEL, help=f"the profile to build (default {MODEL})")
     ap.add_argument("--floor-threads", type=int, default=1, help="threads of the tiktoken floor (default 1)")
+    ap.add_argument("--source-format", choices=["arrow", "parquet"], default="arrow",
+                    help="build from the synthetic source as a memory-mapped Arrow file (default) or as one parquet "
+                         "file (what the hub serves), written once beside it")
+    ap.add_argument("--turns", type=int, default=0,
+                    help="only the first --workers count's build and the tiktoken floor, N times in turns: each "
+                         "turn's ratio, their median and spread")
     ap.add_argument("--compare-backend", action="store_true",
                     help="also build each measured build with --tokenizer-backend tiktoken (same bytes, checked)")
     args = ap.parse_args()
@@ -345,6 +356,8 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     source = source_file(args.conversations, args.seed, cache, os.cpu_count())
+    if args.source_format == "parquet":
+        source = parquet_copy(source)
     generate_s = time.perf_counter() - t
     counts = [int(w) for w in args.workers.split(",")]
     results: dict = {"conversations": args.conversations, "cores": len(os.sched_getaffinity(0)), "model": MODEL,
@@ -356,6 +369,8 @@ def main() -> None:
 
     base_rows = args.baseline_rows or args.rows
     out = Path(tempfile.mkdtemp(prefix="sftpack-bench-"))
+    if args.turns:
+        return turns(source, args, counts[0], out, results, save)
     base = results["baseline"] = run_build(source, base_rows, 1, out / "w1")
     save()
     texts = consumed_texts(source, base["reached"], base["seed"])
@@ -384,6 +399,48 @@ def main() -> None:
         results["straightforward_tokens_per_s"] = ref_tokens / ref_s
     report(results, args)
     save()
+
+
+def parquet_copy(arrow: Path) -> Path:
+    """The synthetic source as one parquet file (pyarrow's defaults), written once beside the Arrow file."""
+    import pyarrow.parquet as pq
+
+    path = arrow.with_suffix(".parquet")
+    if not path.exists():
+        tmp = path.with_suffix(".parquet.tmp")
+        pq.write_table(pa.ipc.open_file(pa.memory_map(str(arrow))).read_all(), tmp)
+        tmp.rename(path)
+    return path
+
+
+def turns(source: Path, args, workers: int, out: Path, results: dict, save) -> None:
+    """The build at ``workers`` and the tiktoken floor on the texts it consumed, ``args.turns`` times in turns (a
+    build, then the floor): each turn's build / floor, their median and spread. A build before the turns fills the
+    caches a user's second build finds (the quicktok tables; a large parquet source's Arrow copy); its figures are
+    printed apart."""
+    first = run_build(source, args.rows, workers, out / "first")
+    texts = consumed_texts(source, first["reached"], first["seed"])
+    print(f"source: {args.conversations:,} synthetic conversations as {source.suffix[1:]} ({source.stat().st_size / 1e6:,.0f}"
+          f" MB); {results['cores']} cores; {MODEL}; --workers {workers} --rows {args.rows}; floor: tiktoken "
+          f"encode_ordinary_batch, {args.floor_threads} thread(s), the {len(texts):,} texts the build consumed")
+    print(f"first build (the caches empty): wall {first['wall_s']:.2f} s, "
+          + ", ".join(f"{k} {v:.2f}" for k, v in first["timings"]["parent"].items() if k.endswith("_s") and v >= 0.01))
+    rounds = results["turns"] = []
+    for k in range(args.turns):
+        build = run_build(source, args.rows, workers, out / f"turn{k}")
+        assert build["rows_sha256"] == first["rows_sha256"], "a turn's build wrote other rows"
+        floor_s, _ = floor(texts, args.floor_threads)
+        rounds.append({"wall_s": build["wall_s"], "floor_s": floor_s, "timings": build["timings"]})
+        parent = build["timings"]["parent"]
+        start = ", ".join(f"{key} {parent[key]:.2f}" for key in ("open_source_s", "load_vocab_s", "loop_s") if key in parent)
+        print(f"turn {k + 1}: build {build['wall_s']:.2f} s ({start}), floor {floor_s:.2f} s, "
+              f"build / floor {build['wall_s'] / floor_s:.3f}", flush=True)
+        save()
+        shutil.rmtree(out / f"turn{k}", ignore_errors=True)
+    ratios = sorted(r["wall_s"] / r["floor_s"] for r in rounds)
+    print(f"\nFIGURE: --workers {workers} --rows {args.rows} from {source.suffix[1:]}, whole process, over the tiktoken "
+          f"{args.floor_threads}-thread floor on the same texts: median of {len(ratios)} in turns "
+          f"{float(np.median(ratios)):.3f} (min {ratios[0]:.3f}, max {ratios[-1]:.3f})")
 
 
 def _offline_o200k(cache_dir: Path) -> None:

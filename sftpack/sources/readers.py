@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 
-import pyarrow.parquet as pq
-
 from sftpack.base import hub
-from sftpack.base.bundled import SAMPLE_PATH
 from sftpack.base.errors import UsageError
 from sftpack.sources.base import Source, SourceInfo, SourceReader, SourceRequest, check_plain_file, check_utf8
 from sftpack.sources.huggingface import hub_id, load_hub, load_saved, resolve_revision
 from sftpack.sources.jsonl import JsonLinesSource
 from sftpack.sources.memory import ListSource
 from sftpack.sources.pins import TULU_REVISION
-from sftpack.sources.table import TableSource, open_hub, open_parquet, quiet_datasets, read_arrow, read_arrow_files
+from sftpack.sources.table import (TableSource, open_hub, open_parquet, quiet_datasets, read_arrow, read_arrow_files,
+                                   sample_table)
 
 
 class TuluHub(SourceReader):
@@ -30,7 +28,7 @@ class Sample(SourceReader):
     """``--source sample``: the bundled synthetic sample."""
 
     def open(self, request: SourceRequest) -> Source:
-        return TableSource(pq.read_table(SAMPLE_PATH), SourceInfo("sftpack synthetic Tulu-schema sample", "sample"))
+        return TableSource(sample_table(), SourceInfo("sftpack synthetic Tulu-schema sample", "sample"))
 
 
 class HubDataset(SourceReader):

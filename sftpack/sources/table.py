@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sftpack.base.bundled import SAMPLE_PATH
 from sftpack.base.errors import UsageError
 from sftpack.sources.base import RowError, Source, SourceChanged, SourceInfo, generated_id, source_id
 from sftpack.sources.huggingface import load_hub
@@ -257,13 +258,28 @@ def read_arrow_files(paths: list) -> TableSource:
     return table, list(maps)
 
 
+_SAMPLE: list = []  # the bundled sample's table, read once per process (Arrow tables never change)
+
+
+def sample_table() -> pa.Table:
+    if not _SAMPLE:
+        _SAMPLE.append(read_parquet(SAMPLE_PATH))
+    return _SAMPLE[0]
+
+
+def read_parquet(path: Path) -> pa.Table:
+    """A parquet file's table: through ``ParquetFile``, since ``pq.read_table`` imports ``pyarrow.dataset``, and with
+    it pandas (0.3-2 s of a build's start-up on 2 cores)."""
+    return pq.ParquetFile(path).read()
+
+
 def open_parquet(paths: list[Path], info: SourceInfo) -> Source:
     if sum(p.stat().st_size for p in paths) <= IN_MEMORY_PARQUET_BYTES:
-        tables = [pq.read_table(p) for p in paths]
+        tables = [read_parquet(p) for p in paths]
         return TableSource(pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0], info)
     copies = [arrow_copy(p) for p in paths]
     if None in copies:  # a cache that cannot be written: read into memory
-        return TableSource(pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default"), info)
+        return TableSource(pa.concat_tables([read_parquet(p) for p in paths], promote_options="default"), info)
     table, maps = read_arrow_files(copies)
     return TableSource(table, info, maps)
 

@@ -4,7 +4,12 @@ ranks come from and everything else that makes the encoding. Encodings are never
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable
+
+import numpy as np
+
+from sftpack.tokenizers.engine_internals import mergeable_ranks, special_tokens
 
 _ENCODINGS: dict[tuple, object] = {}
 
@@ -28,6 +33,24 @@ def memo(key: tuple, make: Callable[[], object]):
     if made is None:
         made = _ENCODINGS[key] = make()
     return made
+
+
+_LENGTHS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # encoding -> its tokens' byte lengths
+
+
+def byte_lengths(encoding) -> np.ndarray:
+    """Each token id's length in bytes (read-only; once per encoding and process: 0.05 s for Qwen3.5's 248k ranks)."""
+    lens = _LENGTHS.get(encoding)
+    if lens is None:
+        lens = np.zeros(encoding.max_token_value + 1, dtype=np.int32)  # summed in int64 or int32 by the mask
+        ranks = mergeable_ranks(encoding)  # with numpy, not a loop over 248k ranks
+        count = len(ranks)
+        lens[np.fromiter(ranks.values(), np.int64, count)] = np.fromiter(map(len, ranks), np.int32, count)
+        for token, rank in special_tokens(encoding).items():
+            lens[rank] = len(token.encode("utf-8"))
+        lens.flags.writeable = False
+        _LENGTHS[encoding] = lens
+    return lens
 
 
 def forget() -> None:

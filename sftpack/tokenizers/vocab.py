@@ -28,6 +28,7 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.text import lone_surrogate
+from sftpack.tokenizers import encodings
 from sftpack.tokenizers.backend import (engine_runs, join_runs, plan_concatenated, quicktok_for, tiktoken_name,
                                         trie_pattern)
 from sftpack.tokenizers.engine_internals import mergeable_ranks, special_tokens
@@ -186,14 +187,7 @@ class TiktokenVocab(Vocab):
         self.info = info
         self.nfc = nfc
         self._allowed = frozenset(self.special_tokens)
-        n = encoding.max_token_value + 1
-        lens = np.zeros(n, dtype=np.int32)  # small; summed in int64 (np.cumsum), or int32 below NARROW_BYTES
-        ranks = mergeable_ranks(encoding)  # with numpy, not a loop over 248k ranks: start-up pays for every build
-        count = len(ranks)
-        lens[np.fromiter(ranks.values(), np.int64, count)] = np.fromiter(map(len, ranks), np.int32, count)
-        for token, rank in self.special_tokens.items():
-            lens[rank] = len(token.encode("utf-8"))
-        self.byte_lengths = lens
+        self.byte_lengths = encodings.byte_lengths(encoding)
         # the leftmost special token, the longest there; a trie reads a character once (gpt-oss: 0.24 µs, not 4.3)
         self._special_re = re.compile(trie_pattern(self.special_tokens))
         if long_input is not None and nfc:
