@@ -31,7 +31,7 @@ from sftpack.base.text import lone_surrogate
 from sftpack.tokenizers import encodings
 from sftpack.tokenizers.backend import (engine_runs, join_runs, plan_concatenated, quicktok_for, tiktoken_name,
                                         trie_pattern)
-from sftpack.tokenizers.engine_internals import mergeable_ranks, special_tokens
+from sftpack.tokenizers.engine_internals import special_tokens
 from sftpack.tokenizers.layout import byte_layout
 
 Spans = Sequence[tuple[int, int]]
