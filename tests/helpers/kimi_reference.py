@@ -1,6 +1,6 @@
 """The Kimi reference encoder for tests: ``TikTokenTokenizer.encode`` of ``tokenization_kimi.py`` reproduced
 step for step (a per-character loop), the independent path that sftpack's regex cutting
-(:func:`sftpack.tokenizers.vocab.long_input_pieces`) is compared with."""
+(:func:`sftpack.tokenizers.tiktoken_vocab.long_input_pieces`) is compared with."""
 
 from __future__ import annotations
 

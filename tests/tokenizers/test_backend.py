@@ -299,7 +299,7 @@ def test_join_runs_puts_tiktokens_pieces_back_in_place():
 
 def test_wide_byte_positions_give_the_same_batch(engines, monkeypatch):
     """A batch of 2 GiB or more has its byte positions as int64: the same tokens and mask as with int32."""
-    from sftpack.tokenizers import vocab as vocab_module
+    from sftpack.tokenizers import tiktoken_vocab as vocab_module
 
     vocab, enc, fast = engines["qwen3_5"]
     vocab.use_backend("auto")
