@@ -34,6 +34,8 @@ DIFFERENT_TEXT = {
     "glm4_5": "the shipped rule also ends a turn at <|observation|>, the role token that opens tool results after a "
               "turn that calls a tool (the inference probes conversations without tool calls)",
     "glm4_7_flash": "as glm4_5: <|observation|> ends a turn that calls a tool",
+    "gpt_oss": "the shipped rule also ends a turn at <|call|>, which closes a tool call (the inference probes "
+               "conversations without tool calls)",
     "kimi_k25": "the template writes <think> after every assistant header, so the inferred header holds it (the shipped "
                 "rule skips it) and names the role literally (the shipped {name} also matches message names, which "
                 "the build's conversations do not carry)",

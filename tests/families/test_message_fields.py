@@ -7,6 +7,7 @@ Expected texts are the official templates' renders; expected supervised texts ar
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,28 +21,52 @@ from sftpack.families.encode import make_encoder
 from sftpack.families.fields import written_fields
 from sftpack.families.profiles import load_profile
 from sftpack.families.registry import get_family
+from sftpack.families.render import TemplateError
 from sftpack.tokenizers.loading import load_vocab
 
-NATIVE = {"qwen3_5": "qwen3_5.jinja", "qwen3": "qwen3.jinja"}  # families whose renderer writes every field
+DATE = "2025-08-05"  # the gpt-oss profiles' pinned clock
+# families whose renderer writes every field the template writes: (template, what the template reads besides, options)
+NATIVE = {"qwen3_5": ("qwen3_5.jinja", {}, None), "qwen3": ("qwen3.jinja", {}, None),
+          "gpt_oss": ("gpt_oss.jinja", {"strftime_now": lambda fmt: DATE}, {"date": DATE})}
 
 
-def _official(conversation: dict, template: str) -> str:
-    return jinja_render(template, template_form(conversation["messages"]), tools=conversation["tools"])
+def _official(conversation: dict, template: str, **variables) -> str:
+    return jinja_render(template, template_form(conversation["messages"]), tools=conversation["tools"], **variables)
+
+
+def _calls_per_message(conversation: dict) -> int:
+    return max(len(m.get("tool_calls", ())) for m in conversation["messages"])
 
 
 @pytest.mark.parametrize("family", NATIVE)
 def test_native_renderer_equals_the_official_template_on_the_battery(family):
-    template = official_template(NATIVE[family])
-    render = get_family(family).renderer()
+    file, variables, options = NATIVE[family]
+    template = official_template(file)
+    render = get_family(family).renderer(options)
     cases = BATTERY + [(f"forged-{k}", c) for k, c in enumerate(forged_conversations(40, seed=3))]
+    compared = 0
     for name, conversation in cases:
         checked = check_conversation(conversation)
-        assert render(checked.messages, tools=checked.tools).text == _official(conversation, template), name
+        if family == "gpt_oss" and _calls_per_message(conversation) > 1:
+            # gpt-oss's template writes a message's first call alone: refused rather than written without the others
+            with pytest.raises(TemplateError, match="one tool call per message"):
+                render(checked.messages, tools=checked.tools)
+            continue
+        try:
+            official = _official(conversation, template, **variables)
+        except Exception as e:  # the template refuses it (gpt-oss: content and reasoning on a call): so must the renderer
+            with pytest.raises(TemplateError):
+                render(checked.messages, tools=checked.tools)
+            assert "Cannot pass both content and thinking" in str(e), name
+            continue
+        assert render(checked.messages, tools=checked.tools).text == official, name
+        compared += 1
+    assert compared >= 30
 
 
 @pytest.mark.parametrize("family", NATIVE)
 def test_arguments_as_a_json_string_render_as_the_object(family):
-    render = get_family(family).renderer()
+    render = get_family(family).renderer(NATIVE[family][2])
     as_string = json.loads(json.dumps(WEATHER_CONVERSATION))
     for m in as_string["messages"]:
         for call in m.get("tool_calls", ()):
@@ -50,16 +75,17 @@ def test_arguments_as_a_json_string_render_as_the_object(family):
     assert render(a.messages, tools=a.tools).text == render(b.messages, tools=b.tools).text
 
 
-@pytest.mark.parametrize("family,template", [("qwen3_5", "qwen3_5.jinja"), ("qwen3", "qwen3.jinja")])
-def test_declared_fields_are_what_the_official_template_writes(family, template):
+@pytest.mark.parametrize("family", NATIVE)
+def test_declared_fields_are_what_the_official_template_writes(family):
     from sftpack.families.jinja import JinjaRenderer
 
+    file, variables, options = NATIVE[family]
     entry = get_family(family)
-    jinja = JinjaRenderer(official_template(template), load_profile("Qwen3.5-122B-A10B").rule, {}, [])
+    jinja = JinjaRenderer(official_template(file), load_profile("Qwen3.5-122B-A10B").rule, variables, [])
     written = written_fields(jinja.text_of)
     assert not entry.unrendered & written  # nothing declared unrendered is written
     assert entry.unrendered | entry.fields == set(FIELDS)  # every field is either handled or declared ignored
-    native = written_fields(lambda m, tools: entry.renderer()(m, tools=tools).text)
+    native = written_fields(lambda m, tools: entry.renderer(options)(m, tools=tools).text)
     assert native == written & entry.fields
 
 
@@ -75,6 +101,29 @@ QWEN3_RUNS = [  # Qwen3's generation prompt ends at the header: the <think> bloc
     "{\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n",
     "<think>\nThe tool says 18 and clear.\n</think>\n\nIt is 18 degrees and clear in Paris.<|im_end|>\n",
 ]
+
+
+GPT_OSS_RUNS = [  # a final answer follows the call: the template drops the call's analysis; <|call|> ends the turn
+    ' to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>',
+    "<|channel|>analysis<|message|>The tool says 18 and clear.<|end|><|start|>assistant<|channel|>final<|message|>"
+    "It is 18 degrees and clear in Paris.<|return|>",
+]
+
+
+def test_gpt_oss_analysis_and_commentary_channels_supervised(o200k_caches):
+    from sftpack.tokenizers.offline import load_o200k_harmony
+
+    encoder = make_encoder(load_profile("gpt-oss-20b"), load_o200k_harmony())
+    text, spans = encoder.prepare(WEATHER_CONVERSATION)
+    assert [text[a:b] for a, b in spans] == GPT_OSS_RUNS
+    assert "// The current weather of a city.\ntype get_weather = (_: {\ncity: string,\nunit?: \"c\" | \"f\",\n})" in text
+    tool_result = '<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>"{\\"temperature'
+    assert tool_result in text and not any(a <= text.index(tool_result) < b for a, b in spans)
+    # the call alone, last: its analysis is kept (no final answer follows), in the same turn
+    text, spans = encoder.prepare({"tools": WEATHER_CONVERSATION["tools"], "messages": WEATHER_CONVERSATION["messages"][:3]})
+    assert [text[a:b] for a, b in spans] == [
+        "<|channel|>analysis<|message|>I should call the weather tool.<|end|><|start|>assistant to=functions.get_weather"
+        '<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>']
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +242,48 @@ def test_usage_error_is_the_refusal():
     source = source_from_rows([{"messages": [], "conversations": []}])
     with pytest.raises(UsageError, match="holds both"):
         source.take([0])
+
+
+# ------------------------------------------------------------------------------------------------- gpt-oss's tools block
+_words = st.text(alphabet="abcxyz_", min_size=1, max_size=6)
+_leaf = st.one_of(
+    st.fixed_dictionaries({"type": st.sampled_from(["string", "number", "integer", "boolean", "null", "object"])},
+                          optional={"description": _words, "nullable": st.booleans(),
+                                    "default": st.one_of(st.integers(), _words, st.none())}),
+    st.fixed_dictionaries({"type": st.just("string"), "enum": st.lists(_words, min_size=1, max_size=3)},
+                          optional={"default": _words}),
+    st.fixed_dictionaries({"type": st.lists(st.sampled_from(["string", "object", "array"]), min_size=1, max_size=3)}),
+    st.just({}),
+)
+_spec = st.recursive(_leaf, lambda inner: st.one_of(
+    st.fixed_dictionaries({"type": st.just("array")}, optional={"items": inner, "nullable": st.booleans()}),
+    st.fixed_dictionaries({"type": st.just("object")}, optional={
+        "properties": st.dictionaries(_words, inner, max_size=3), "required": st.lists(_words, max_size=2)}),
+    st.fixed_dictionaries({"oneOf": st.lists(inner, min_size=1, max_size=3)}),
+), max_leaves=6)
+_tool = st.builds(lambda name, description, properties, required: {"type": "function", "function": {
+    "name": name, "description": description,
+    "parameters": {"type": "object", "properties": properties, "required": required}}},
+    _words, _words, st.dictionaries(_words, _spec, max_size=4), st.lists(_words, max_size=3))
+
+
+@settings(max_examples=150, deadline=None)
+@given(tools=st.lists(_tool, min_size=1, max_size=3))
+def test_gpt_oss_tools_block_equals_the_template_on_generated_schemas(tools):
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    render = get_family("gpt_oss").renderer({"date": DATE})
+    try:
+        official = _gpt_oss_template().render(messages=messages, tools=tools, add_generation_prompt=False,
+                                             strftime_now=lambda fmt: DATE)
+    except Exception:  # a default the template cannot concatenate (an enum's or oneOf's non-string default)
+        with pytest.raises(TemplateError):
+            render(messages, tools=tools)
+        return
+    assert render(messages, tools=tools).text == official
+
+
+@lru_cache(maxsize=1)
+def _gpt_oss_template():
+    from transformers.utils.chat_template_utils import _compile_jinja_template
+
+    return _compile_jinja_template(official_template("gpt_oss.jinja"))
