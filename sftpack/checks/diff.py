@@ -238,12 +238,12 @@ def decoded_window(side, ctx: dict, p: int, context: int) -> dict:
 
 
 def _window(side, ctx: dict, p: int, context: int) -> dict:
-    from sftpack.checks import diff_cause
+    from sftpack.checks.diff_stream import stream_pieces
     from sftpack.checks.inspect import row_segments
 
     w = ctx["width"]
     lo, hi = max(0, p - context), min(w, p + context)
-    pieces = [q for q in diff_cause.stream_pieces(ctx) if q["row"] == ctx["row"]] if side.provenance else [
+    pieces = [q for q in stream_pieces(ctx) if q["row"] == ctx["row"]] if side.provenance else [
         {"conversation": None, "start": 0, "end": w, "offset": 0}]
     out = []
     for a, b in ((lo, p), (p, hi)):

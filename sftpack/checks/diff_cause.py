@@ -1,8 +1,7 @@
 """Why two rows files differ: the first difference classified from the rows around it (``sftpack diff``).
 
-A context is a few consecutive rows from the first differing row on, flattened into one token stream per
-side (rows are consecutive cuts of the packed stream, so a shift shows across their boundaries), with the
-provenance of those rows and of the row before. The causes, in the order they are told apart:
+The rows from the first differing row on are read as one token stream per side, with their provenance
+(:mod:`sftpack.checks.diff_stream`). The causes, in the order they are told apart:
 
 - ``loss_mask``: the tokens are the same, the masks are not (a loss-mask rule or ``step_loss_mask``);
 - ``skipped_rows`` / ``seed`` / ``source_revision`` / ``order``: another conversation stands at the place
@@ -12,93 +11,17 @@ provenance of those rows and of the row before. The causes, in the order they ar
 - ``tokenizer`` / ``template`` / ``tokens``: the same conversation at the same place with other tokens:
   decoding both sides (each with its own tokenizer) tells one tokenization of the same text from another text;
 - ``shift``: without provenance, one side equals the other shifted by k tokens from the difference on.
-
-    >>> import numpy as np
-    >>> _shift(np.array([1, 2, 9, 9, 3, 4, 5, 6]), np.array([1, 2, 3, 4, 5, 6, 7, 8]), 2, 4, window=3)
-    (2, 4)
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
-SHIFT_WINDOW = 32  # tokens that must agree after a shift before a shift is considered at all
+from sftpack.checks.diff_stream import (best_shift, conversations_in_order, eos_id, piece_at, shift_text,
+                                         stream_pieces, token_text)
+
 TEMPLATE_FILES = {"chat_template.jinja"}
 BOTH_FILES = {"tokenizer_config.json"}  # holds the chat template and the special tokens: tells neither alone
-
-
-def _shift(x: np.ndarray, y: np.ndarray, p: int, max_shift: int, window: int = SHIFT_WINDOW):
-    """Smallest k in 1..max_shift with ``x[p+k:] == y[p:]`` over ``window`` tokens, and for how many tokens
-    the two then agree (at most to the end of either stream); None when there is none."""
-    w = min(window, len(y) - p, len(x) - p - 1)
-    if w < min(8, window):  # too few tokens left to tell a shift from chance
-        return None
-    seg = x[p + 1 : p + 1 + max_shift + w - 1]
-    if len(seg) < w:
-        return None
-    hits = np.flatnonzero((sliding_window_view(seg, w) == y[p : p + w]).all(axis=1))
-    if not len(hits):
-        return None
-    k = int(hits[0]) + 1
-    n = min(len(x) - p - k, len(y) - p)
-    bad = np.flatnonzero(x[p + k : p + k + n] != y[p : p + n])
-    return k, int(bad[0]) if len(bad) else n
-
-
-def stream_pieces(ctx: dict) -> list[dict]:
-    """Provenance pieces of the context rows in stream order, with flat positions (row ``ctx.row`` starts at 0)."""
-    out = []
-    for k in sorted(ctx["provenance"]):
-        base = (k - ctx["row"]) * ctx["width"]
-        for p in ctx["provenance"][k].pieces():
-            out.append({**p, "row": k, "end": p["start"] + p["length"], "flat": base + p["start"],
-                        "flat_end": base + p["start"] + p["length"]})
-    return out
-
-
-def _at(pieces: list[dict], pos: int) -> tuple[int | None, bool]:
-    """(index of the piece covering flat ``pos``, False), or (index of the piece before it, True) in a gap
-    (a gap is an EOS the packer wrote)."""
-    before = None
-    for i, p in enumerate(pieces):
-        if p["flat"] <= pos < p["flat_end"]:
-            return i, False
-        if p["flat_end"] <= pos:
-            before = i
-    return before, True
-
-
-def _conversations(pieces: list[dict]) -> list[str]:
-    """Conversation ids in stream order (a conversation cut across rows counted once)."""
-    seq = []
-    for p in pieces:
-        if not seq or p["offset"] == 0 or seq[-1] != p["conversation"]:
-            seq.append(p["conversation"])
-    return seq
-
-
-def _token(side, tok: int) -> str:
-    try:  # a tokenizer that does not fit the rows (an id past its vocabulary) shows the id alone
-        text = side.vocab.decode([int(tok)]) if side.vocab is not None else None
-    except Exception:
-        text = None
-    return f"{int(tok)} {text!r}" if text is not None else str(int(tok))
-
-
-def _eos_id(side, contexts=()) -> int | None:
-    """The EOS id of ``side``: its build record's, its tokenizer's, else the token the packer wrote between
-    conversations where a context has provenance (either side: the packing rule is the same)."""
-    if side.record.get("eos_token_id") is not None:
-        return int(side.record["eos_token_id"])
-    if side.vocab is not None:
-        return int(side.vocab.eos_id)
-    for ctx in contexts:
-        pieces = stream_pieces(ctx)
-        for before, after in zip(pieces, pieces[1:]):
-            if before["flat_end"] < after["flat"] and 0 <= before["flat_end"] < len(ctx["tokens"]):
-                return int(ctx["tokens"][before["flat_end"]])
-    return None
 
 
 def describe_first(side_a, side_b, context_a: dict, context_b: dict, p: int) -> dict:
@@ -110,7 +33,7 @@ def describe_first(side_a, side_b, context_a: dict, context_b: dict, p: int) -> 
     out = {
         "row": context_a["row"], "position": p, "what": "tokens" if tokens_a[p] != tokens_b[p] else "loss_mask",
         "tokens": {"A": int(tokens_a[p]), "B": int(tokens_b[p])},
-        "token_text": {"A": _token(side_a, tokens_a[p]), "B": _token(side_b, tokens_b[p])},
+        "token_text": {"A": token_text(side_a, tokens_a[p]), "B": token_text(side_b, tokens_b[p])},
         "loss_mask": {"A": int(mask_a[p]), "B": int(mask_b[p])},
         "row_tokens_identical": not len(token_diff),
         "first_token_difference": int(token_diff[0]) if len(token_diff) else None,
@@ -122,7 +45,7 @@ def describe_first(side_a, side_b, context_a: dict, context_b: dict, p: int) -> 
             out["conversations"][side.label] = None
             continue
         pieces = stream_pieces(ctx)
-        i, gap = _at(pieces, p)
+        i, gap = piece_at(pieces, p)
         lo = 0 if i is None else max(0, i - 1)
         around = pieces[lo : (i if i is not None else -1) + 3]
         out["conversations"][side.label] = [
@@ -152,7 +75,7 @@ def classify(side_a, side_b, context_a: dict, context_b: dict, p: int, counts: d
     cannot = [f"{s.label} has no provenance columns: its conversation ids are unknown"
               for s in (side_a, side_b) if not s.provenance]
     cannot += [f"{s.label}: no build record of these rows ({s.record_note})" for s in (side_a, side_b) if not s.record]
-    shift = _best_shift(tokens_a, tokens_b, q)
+    shift = best_shift(tokens_a, tokens_b, q)
     if side_a.provenance and side_b.provenance:
         found = _with_provenance(side_a, side_b, context_a, context_b, q, shift)
     else:
@@ -164,35 +87,11 @@ def classify(side_a, side_b, context_a: dict, context_b: dict, p: int, counts: d
     return found
 
 
-def _best_shift(tokens_a, tokens_b, q):
-    """(who has extra tokens, k, tokens agreeing after the shift) or None: the smaller of the two directions."""
-    max_shift = max(len(tokens_a), len(tokens_b)) - q
-    found = []
-    for extra, x, y in (("A", tokens_a, tokens_b), ("B", tokens_b, tokens_a)):
-        hit = _shift(x, y, q, max_shift)
-        # a real shift agrees to the end of the rows read; a chance match of repeated text soon stops agreeing
-        if hit is not None and hit[1] == min(len(x) - q - hit[0], len(y) - q):
-            found.append((hit[0], extra, hit[1]))
-    if not found:
-        return None
-    k, extra, agree = min(found)
-    return extra, k, agree
-
-
-def _shift_text(shift, tokens_a, tokens_b, q, side_a, side_b) -> str:
-    extra, k, agree = shift
-    side, tokens = (side_a, tokens_a) if extra == "A" else (side_b, tokens_b)
-    head = ", ".join(_token(side, t) for t in tokens[q : q + min(k, 3)])
-    return (f"from position {q} on, {'B' if extra == 'A' else 'A'} equals {extra} without the {k:,} "
-            f"token(s) {extra} holds there ({head}{', …' if k > 3 else ''}); they then agree for {agree:,} tokens, "
-            "to the end of the rows compared around it")
-
-
 def _with_provenance(side_a, side_b, context_a, context_b, q, shift) -> dict:
     pieces_a, pieces_b = stream_pieces(context_a), stream_pieces(context_b)
-    ia, gap_a = _at(pieces_a, q)
-    ib, gap_b = _at(pieces_b, q)
-    seq_a, seq_b = _conversations(pieces_a), _conversations(pieces_b)
+    ia, gap_a = piece_at(pieces_a, q)
+    ib, gap_b = piece_at(pieces_b, q)
+    seq_a, seq_b = conversations_in_order(pieces_a), conversations_in_order(pieces_b)
     common = 0
     while common < min(len(seq_a), len(seq_b)) and seq_a[common] == seq_b[common]:
         common += 1
@@ -205,7 +104,7 @@ def _with_provenance(side_a, side_b, context_a, context_b, q, shift) -> dict:
         evidence = [f"conversations in stream order from {seq_a[lo]}: A {', '.join(seq_a[lo:lo + 8])}; "
                     f"B {', '.join(seq_b[lo:lo + 8])}"]
     if shift is not None:
-        evidence.append(_shift_text(shift, context_a["tokens"], context_b["tokens"], q, side_a, side_b))
+        evidence.append(shift_text(shift, context_a["tokens"], context_b["tokens"], q, side_a, side_b))
     if rest_a and rest_b:  # another conversation at the same place: the order differs
         return _order_cause(side_a, side_b, rest_a, rest_b, shift, evidence)
     here_a = pieces_a[ia]["conversation"] if ia is not None else None
@@ -214,7 +113,7 @@ def _with_provenance(side_a, side_b, context_a, context_b, q, shift) -> dict:
     if gap_a and gap_b:
         evidence.insert(0, f"position {q} is the EOS the packer wrote after conversation {here_a} on both sides")
         return {"cause": "eos", "summary": "the EOS between conversations differs: "
-                                           f"A {_token(side_a, tokens_a[q])}, B {_token(side_b, tokens_b[q])}",
+                                           f"A {token_text(side_a, tokens_a[q])}, B {token_text(side_b, tokens_b[q])}",
                 "evidence": evidence + _eos_records(side_a, side_b)}
     if gap_a != gap_b and shift is not None and shift[1] == 1:
         extra = "A" if gap_a else "B"
@@ -338,8 +237,8 @@ def _without_provenance(side_a, side_b, tokens_a, tokens_b, q, n, shift, context
     if shift is not None:
         extra, k, _ = shift
         side, tokens = (side_a, tokens_a) if extra == "A" else (side_b, tokens_b)
-        evidence.append(_shift_text(shift, tokens_a, tokens_b, q, side_a, side_b))
-        eos = _eos_id(side, contexts)
+        evidence.append(shift_text(shift, tokens_a, tokens_b, q, side_a, side_b))
+        eos = eos_id(side, contexts)
         if k == 1 and eos is not None and tokens[q] == eos:
             return {"cause": "eos", "summary": f"{extra} has one EOS more at position {q}: the rest is shifted by 1 token",
                     "evidence": evidence}
@@ -352,10 +251,10 @@ def _without_provenance(side_a, side_b, tokens_a, tokens_b, q, n, shift, context
     pairs = {(int(tokens_a[i]), int(tokens_b[i])) for i in d}
     if len(pairs) == 1:
         u, v = next(iter(pairs))
-        evidence.append(f"every token that differs in the {n:,} tokens compared around it is A {_token(side_a, u)} where B has "
-                  f"{_token(side_b, v)} ({len(d)} places)")
-        if u == _eos_id(side_a, contexts) or v == _eos_id(side_b, contexts):
-            return {"cause": "eos", "summary": f"the EOS between conversations differs: A {_token(side_a, u)}, B {_token(side_b, v)}",
+        evidence.append(f"every token that differs in the {n:,} tokens compared around it is A {token_text(side_a, u)} where B has "
+                  f"{token_text(side_b, v)} ({len(d)} places)")
+        if u == eos_id(side_a, contexts) or v == eos_id(side_b, contexts):
+            return {"cause": "eos", "summary": f"the EOS between conversations differs: A {token_text(side_a, u)}, B {token_text(side_b, v)}",
                     "evidence": evidence + _eos_records(side_a, side_b)}
     return {"cause": "tokens", "summary": "other tokens from here on: a tokenizer or template change, or another order",
             "evidence": evidence, "cannot_tell": ["tokenizer/template versus order: without provenance on both sides the "
@@ -369,7 +268,7 @@ def _mask_cause(side_a, side_b, context_a, context_b, counts) -> dict:
     only_a, only_b = int((mask_a > mask_b).sum()), int((mask_b > mask_a).sum())
     evidence = [f"row {context_a['row']}: every token is the same; {len(d)} loss-mask value(s) differ ({only_a} supervised only "
           f"in A, {only_b} only in B); the first at positions "
-          + ", ".join(f"{i} ({_token(side_a, t[i])})" for i in d[:4])]
+          + ", ".join(f"{i} ({token_text(side_a, t[i])})" for i in d[:4])]
     if counts["tokens_differ"] == 0:
         evidence.append(f"no compared row differs in its tokens; {counts['mask_only']:,} differ in the loss mask only")
     ra, rb = side_a.record, side_b.record
