@@ -24,7 +24,6 @@ sys.path.insert(0, str(REPO))
 
 from sftpack.families.conversation import Skip, check_messages  # noqa: E402
 from sftpack.families.mask import close_final_turn, supervised_spans  # noqa: E402
-from sftpack.families.proof import sanitized_markers  # noqa: E402
 from sftpack.sources import SAMPLE_PATH  # noqa: E402
 from sftpack.families.infer import infer_rule  # noqa: E402
 from sftpack.families.jinja import JinjaRenderer  # noqa: E402
@@ -92,8 +91,8 @@ def main() -> None:
         template = (TEMPLATES / FILES[family]).read_text(encoding="utf-8")
         variables = VARIABLES.get(family, {})
         rule = infer_rule(template, family, variables).rule
-        jinja = JinjaRenderer(template, rule, variables, sanitized_markers(rule))
-        native = FAMILIES[family].renderer({"date": DATE} if FAMILIES[family].options else None)
+        jinja = JinjaRenderer(template, rule, variables)
+        native = FAMILIES[family].renderer({"date": DATE} if family == "gpt_oss" else None)
         t_native = seconds(native, load_mask_rule(family), convs, args.repeat)
         t_jinja = seconds(jinja, rule, convs, args.repeat)
         print(f"{family:16} {len(convs) / t_native:14,.0f} {len(convs) / t_jinja:13,.0f} {t_jinja / t_native:19.1f}x")

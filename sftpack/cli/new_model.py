@@ -177,8 +177,8 @@ def run(args) -> int:
     runner = TemplateRunner(checkpoint.template, variables)
     written = tuple(t for t in checkpoint.special_tokens if t in checkpoint.template)  # the template's own tokens
     conversations = battery(inferred.rule, written)
-    report = prove(runner, inferred.rule, conversations, written)
-    rule = fitting_rule(inferred.rule, runner, conversations, written)
+    report = prove(runner, inferred.rule, conversations, written, special_tokens=checkpoint.special_tokens)
+    rule = fitting_rule(inferred.rule, runner, conversations, checkpoint.special_tokens)
     family = native_family(checkpoint, variables) or "jinja"
     out = Path(args.out)
     text = rule_yaml(inferred, f"the chat template of {args.name} (sha256 {checkpoint.template_sha256[:16]}...)", report.line())

@@ -20,7 +20,6 @@ from sftpack.base.refs import resolve
 from sftpack.families.conversation import FIELDS, Conversation, Skip, check_conversation
 from sftpack.families.fields import FieldRouting, written_fields
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
-from sftpack.families.infer import REASONING_MARKERS
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
 from sftpack.families.jinja import RenderTooLarge
 from sftpack.families.render import Renderer, TemplateError
@@ -161,16 +160,15 @@ def template_variables(profile: Profile, vocab: Vocab) -> dict:
 
 def _jinja_renderer(profile: Profile, vocab: Vocab, template: str, rule: MaskRule):
     """The tokenizer's chat template through Jinja; a template that does not compile is the user's file, named."""
-    from sftpack.families.jinja import JinjaRenderer
+    from sftpack.families.jinja import ControlTextRewrite, JinjaRenderer
 
-    # a reasoning opener in an (inferred) header is left in content: the template splits reasoning off at it, and the
-    # header's other tokens keep a forged header from matching
-    markers = [t for t in vocab.special_tokens if (t in rule.header or any(t in end for end in rule.end_markers))
-               and t not in REASONING_MARKERS]
+    where = vocab.info.chat_template_file or "the tokenizer's chat_template"
     try:
-        return JinjaRenderer(template, rule, template_variables(profile, vocab), markers, max_chars=MAX_RENDERED_CHARS)
+        return JinjaRenderer(template, rule, template_variables(profile, vocab), vocab.special_tokens,
+                             max_chars=MAX_RENDERED_CHARS)
+    except ControlTextRewrite as e:
+        raise UsageError(f"{where}: {e}") from None
     except Exception as e:  # jinja2's TemplateSyntaxError and whatever else its compiler raises
-        where = vocab.info.chat_template_file or "the tokenizer's chat_template"
         raise UsageError(f"{where}: the chat_template does not compile ({type(e).__name__}: {e})") from None
 
 
@@ -183,7 +181,8 @@ def _prove(profile: Profile, vocab: Vocab, rule: MaskRule) -> str:
     template = vocab.info.chat_template
     written = tuple(t for t in vocab.special_tokens if t.strip() and t in template)  # the template's own tokens
     try:
-        report = prove(TemplateRunner(template, template_variables(profile, vocab)), rule, battery(rule, written), written)
+        report = prove(TemplateRunner(template, template_variables(profile, vocab)), rule, battery(rule, written), written,
+                       special_tokens=vocab.special_tokens)
     except ProofFailure as e:
         raise UsageError(f"{profile.model}: the tokenizer's chat template cannot be masked: {e}") from None
     return f"rule {rule.name!r} {report.line()}"

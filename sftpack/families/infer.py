@@ -19,10 +19,10 @@ the generation prompt, through the marker that ends the turn and the separator a
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
 from sftpack.base.errors import UsageError
+from sftpack.families.jinja import MARKER, compile_template
 from sftpack.families.profiles import MaskRule
 from sftpack.families.render import TemplateError
 
@@ -30,8 +30,6 @@ from sftpack.families.render import TemplateError
 USER_1, USER_2, ANSWER_1, ANSWER_2, REASONING, SYSTEM = "Uq7one", "Uq7two", "Aq7one", "Aq7two", "Rq7why", "Sq7sys"
 # An answer with reasoning, spaced as no template writes it: a template that splits reasoning off rewrites it
 THOUGHTFUL = f"<think>\n\n{REASONING}\n\n</think>\n\n\n{ANSWER_1}"
-REASONING_MARKERS = ("<think>", "</think>")  # content semantics: templates split reasoning off at them
-MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]|\][^\s\[\]]*\[")  # <|im_end|>, [EOS], ]~b] / [e~[: one token each
 
 
 class InferenceError(UsageError):
@@ -63,8 +61,6 @@ class TemplateRunner:
     """A chat template compiled the way transformers compiles it, rendered with or without the generation prompt."""
 
     def __init__(self, template: str, variables: dict | None = None):
-        from sftpack.families.jinja import compile_template
-
         self.template = template
         self._compiled = compile_template(template)
         self.variables = dict(variables or {})

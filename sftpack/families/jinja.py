@@ -1,12 +1,16 @@
 """Jinja fallback: render with the tokenizer's own chat template, for templates no native renderer matches.
 
 Turns are located without trusting message content: each message's content is rendered a second time with
-the rule's control markers (e.g. ``<|im_start|>``, ``<|im_end|>``) replaced by same-length filler - and so is a
+the rule's control markers (:func:`turn_markers`: ``<|im_start|>``, ``<|im_end|>``, or plain-text role markers such
+as ``User:``) replaced by same-length filler - and so is a
 piece of a marker at either end of the content, which the template's own text beside it could complete (MiniMax's
 ``[e~[`` overlaps itself: content ending in ``[e~`` followed by the template's ``[e~[`` holds an earlier
 ``[e~[``) - and the turns are found in that sanitized text. A turn ends at the first end marker followed by the
 rule's separator. A template whose output changes length when content changes that way is refused
-(``TemplateError``) rather than guessed; a turn that still cannot be placed is :class:`TurnNotFound`.
+(``TemplateError``) rather than guessed; a turn that still cannot be placed is :class:`TurnNotFound`. A template
+that rewrites content into a marker (``replace('@@END@@', '<|im_end|>')``) would place a turn where content says:
+it is refused when compiled (:class:`ControlTextRewrite`). The proof of a rule and the build use this one renderer,
+so what a proof showed unforgeable stays so at build.
 
 The template writes at most ``max_chars`` characters per conversation: it is stopped as it writes past that
 (:class:`RenderTooLarge`), so that a template looping over its input cannot exhaust memory.
@@ -20,6 +24,8 @@ import re
 from sftpack.families.profiles import MaskRule
 from sftpack.families.render import Rendered, TemplateError, Turn
 
+MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]|\][^\s\[\]]*\[")  # <|im_end|>, [EOS], ]~b] / [e~[: one token each
+REASONING_MARKERS = ("<think>", "</think>")  # content semantics: templates split reasoning off at them
 FILLER = "\ue000"  # a private-use character: no template treats it specially
 
 
@@ -29,6 +35,49 @@ class TurnNotFound(TemplateError):
 
 class RenderTooLarge(TemplateError):
     """The template wrote more than the cap for one conversation."""
+
+
+class ControlTextRewrite(TemplateError):
+    """The template replaces text with a turn marker: content could open or close a turn."""
+
+
+def turn_markers(rule: MaskRule, special_tokens=()) -> list[str]:
+    """What the Jinja path fills in content before it places turns, in the proof and the build alike: the control
+    tokens of each piece of the rule's header and end markers (a special token of the tokenizer, or text written as
+    one token: ``<|im_end|>``, ``[e~[``) and, for a piece that holds none, its text (plain-text role markers:
+    ``User:``, ``Assistant:``). Never whitespace alone (an added token ``"\\n"``), and never a reasoning opener in a
+    header (``...assistant\\n<think>``): filling it would change how the template splits reasoning off, and the
+    header's other tokens already keep a forged header from matching.
+
+        >>> turn_markers(MaskRule("r", "assistant", " Assistant:", "", ("Human:", "</s>"), ""), ["</s>", "\\n"])
+        ['</s>', 'Assistant:', 'Human:']
+    """
+    specials = [t for t in special_tokens if t.strip()]
+    found = set()
+    for piece in (*rule.header.split("{name}"), *rule.end_markers, rule.final_turn_end):
+        if piece.strip():
+            tokens = set(MARKER.findall(piece)) | {t for t in specials if t in piece}
+            found |= tokens or {piece.strip()}
+    kept = found - set(REASONING_MARKERS)
+    return sorted(kept or found)
+
+
+def _rewrites_into(environment, template: str, markers: list[str]) -> str | None:
+    """A ``replace`` in ``template`` whose replacement holds one of ``markers`` (as written), else None."""
+    from jinja2 import nodes
+
+    for node in environment.parse(template).find_all((nodes.Filter, nodes.Call)):
+        if isinstance(node, nodes.Filter) and node.name == "replace":
+            args = node.args[1:2]
+        elif isinstance(node, nodes.Call) and isinstance(node.node, nodes.Getattr) and node.node.attr == "replace":
+            args = node.args[1:2]
+        else:
+            continue
+        for arg in args:
+            if isinstance(arg, nodes.Const) and isinstance(arg.value, str) and any(m in arg.value for m in markers):
+                old = node.args[0].value if node.args and isinstance(node.args[0], nodes.Const) else "..."
+                return f"replace({old!r}, {arg.value!r})"
+    return None
 
 
 def compile_template(template: str):
@@ -59,14 +108,20 @@ def template_messages(messages: list) -> list:
 
 
 class JinjaRenderer:
-    def __init__(self, template: str, rule: MaskRule, special_tokens: dict[str, str], markers: list[str],
-                 max_chars: int | None = None):
+    """The template through Jinja with its turns placed by ``rule``; ``variables``: what the template is given besides
+    the messages (bos_token, eos_token, ... as transformers passes them); ``special_tokens``: the tokenizer's."""
+
+    def __init__(self, template: str, rule: MaskRule, variables: dict, special_tokens=(), max_chars: int | None = None):
         self.template_text = template
         self._template = compile_template(template)
         self.rule = rule
-        self.variables = dict(special_tokens)  # bos_token, eos_token, ... as transformers passes them
+        self.variables = dict(variables)
         self.max_chars = max_chars
-        self.markers = sorted(markers, key=len, reverse=True)
+        self.markers = sorted(turn_markers(rule, special_tokens), key=len, reverse=True)
+        rewrite = _rewrites_into(self._template.environment, template, self.markers)
+        if rewrite:
+            raise ControlTextRewrite(f"the template rewrites content into control text ({rewrite}): content could "
+                                     "open or close a turn")
         self._marker_re = re.compile("|".join(map(re.escape, self.markers))) if self.markers else None
         head = re.escape(rule.header).replace(re.escape("{name}"), "(?:(?!" + FILLER + ").)*?")
         self._header_re = re.compile(head, re.S)

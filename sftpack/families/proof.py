@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 from sftpack.base.errors import UsageError
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
-from sftpack.families.infer import MARKER, REASONING_MARKERS, TemplateRunner, common_prefix
-from sftpack.families.jinja import JinjaRenderer
+from sftpack.families.infer import TemplateRunner, common_prefix
+from sftpack.families.jinja import ControlTextRewrite, JinjaRenderer
 from sftpack.families.profiles import MaskRule, list_mask_rules, load_mask_rule
 from sftpack.families.render import TemplateError
 
@@ -128,19 +128,12 @@ def battery(rule: MaskRule, extra: tuple = (), sample: int = SAMPLE_CONVERSATION
     return sample_conversations(sample) + edge_cases() + forgeries(control_texts([*known_rules(), rule], extra))
 
 
-def sanitized_markers(rule: MaskRule, special_tokens=()) -> list[str]:
-    """What the Jinja path fills in content before it looks for turns: the tokens of the rule's header and end
-    markers, but not a reasoning opener in a header (``...assistant\n<think>``): filling it would change how the
-    template splits reasoning off, and the header's other tokens already keep a forged header from matching."""
-    pieces = [*rule.header.split("{name}"), *rule.end_markers, rule.final_turn_end]
-    found = {m for piece in pieces for m in MARKER.findall(piece)} | {t for t in special_tokens if any(t in p for p in pieces)}
-    kept = {m for m in found if m not in REASONING_MARKERS}
-    return sorted(kept or found or {p for p in pieces if p.strip()})
-
-
-def prove(render: TemplateRunner, rule: MaskRule, conversations: list, extra: tuple = ()) -> ProofReport:
-    """Check ``rule`` on ``conversations`` (``(name, messages)``) rendered by ``render``; :class:`ProofFailure`."""
-    jinja = JinjaRenderer(render.template, rule, render.variables, sanitized_markers(rule, extra))
+def prove(render: TemplateRunner, rule: MaskRule, conversations: list, extra: tuple = (),
+          special_tokens: tuple | None = None) -> ProofReport:
+    """Check ``rule`` on ``conversations`` (``(name, messages)``) rendered by ``render``; :class:`ProofFailure`.
+    ``extra``: control text forged in content besides the rules' markers; ``special_tokens``: the tokenizer's, which
+    the build's renderer is given (default: ``extra``)."""
+    jinja = _renderer(render, rule, extra if special_tokens is None else special_tokens)
     neutral = [t for t in control_texts([*known_rules(), rule], extra) if "think>" not in t]
     report = ProofReport()
     for name, messages in conversations:
@@ -158,6 +151,14 @@ def prove(render: TemplateRunner, rule: MaskRule, conversations: list, extra: tu
 
 class _Refused(Exception):
     pass
+
+
+def _renderer(render: TemplateRunner, rule: MaskRule, special_tokens) -> JinjaRenderer:
+    """The build's Jinja renderer for ``rule`` (the same turn finding); a template it refuses is the proof's refusal."""
+    try:
+        return JinjaRenderer(render.template, rule, render.variables, special_tokens)
+    except ControlTextRewrite as e:
+        raise ProofFailure(f"rule {rule.name!r} is refused: {e}") from None
 
 
 def _prove_one(render, jinja, rule, messages, neutral, report) -> None:
@@ -276,6 +277,5 @@ def _masked(jinja, rule, messages):
 def same_supervision(render: TemplateRunner, a: MaskRule, b: MaskRule, conversations: list, special_tokens=()) -> bool:
     """Whether rules ``a`` and ``b`` give the same text and supervised spans through the Jinja path on every one of
     ``conversations`` (and refuse the same ones)."""
-    jinja_a = JinjaRenderer(render.template, a, render.variables, sanitized_markers(a, special_tokens))
-    jinja_b = JinjaRenderer(render.template, b, render.variables, sanitized_markers(b, special_tokens))
+    jinja_a, jinja_b = _renderer(render, a, special_tokens), _renderer(render, b, special_tokens)
     return all(_masked(jinja_a, a, m) == _masked(jinja_b, b, m) for _, m in conversations)

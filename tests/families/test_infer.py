@@ -10,7 +10,6 @@ import pytest
 from helpers.rows_fixtures import sample_conversations
 from helpers.shared import official_template
 from sftpack.families.mask import close_final_turn, supervised_spans
-from sftpack.families.proof import sanitized_markers
 from sftpack.families.infer import InferenceError, infer_rule
 from sftpack.families.jinja import JinjaRenderer
 from sftpack.families.registry import FAMILIES
@@ -28,7 +27,9 @@ NATIVE = {
     "nemotron3_nano": ("nemotron3_nano.jinja", {}),
     "glm4_5": ("glm4_5.jinja", {}),
     "glm4_7_flash": ("glm4_7_flash.jinja", {}),
+    "qwen3_8": ("qwen3_8.jinja", {}),
 }
+RULE = {"qwen3_8": "qwen3_5"}  # a family whose profile masks with another family's rule
 # Where the inferred rule is not the shipped file, why (the agreement is then shown on 2,000 conversations):
 DIFFERENT_TEXT = {
     "glm4_5": "the shipped rule also ends a turn at <|observation|>, the role token that opens tool results after a "
@@ -36,12 +37,11 @@ DIFFERENT_TEXT = {
     "glm4_7_flash": "as glm4_5: <|observation|> ends a turn that calls a tool",
     "gpt_oss": "the shipped rule also ends a turn at <|call|>, which closes a tool call (the inference probes "
                "conversations without tool calls)",
+    "qwen3_8": "the template writes <think>\\n after every assistant header, so the inferred header holds it (the "
+               "shipped qwen3_5 rule skips it: Qwen3.5's template writes it only on turns after the last user message)",
     "kimi_k25": "the template writes <think> after every assistant header, so the inferred header holds it (the shipped "
                 "rule skips it) and names the role literally (the shipped {name} also matches message names, which "
                 "the build's conversations do not carry)",
-    "nemotron3_nano": "the template writes <think></think> before a plain answer but <think>\\n before reasoning: the "
-                      "inferred rule skips the longest of both, the shipped rule one fixed <think> (it supervises the "
-                      "\\n of a reasoning turn, which the generation prompt holds)",
 }
 
 
@@ -63,16 +63,16 @@ def test_deepseek_v4_has_no_template_to_infer_from():
 def test_the_inferred_rule_agrees_with_the_shipped_rule(family, conversations):
     file, variables = NATIVE[family]
     template = official_template(file)
-    inferred = infer_rule(template, family, variables).rule
-    shipped = load_mask_rule(family)
+    inferred = infer_rule(template, RULE.get(family, family), variables).rule
+    shipped = load_mask_rule(RULE.get(family, family))
     if family not in DIFFERENT_TEXT:
         assert inferred == shipped
         return
     assert inferred != shipped, f"{family}'s inferred rule now equals the shipped file: drop it from DIFFERENT_TEXT"
     # identical text and supervised characters (so identical tokens and masks) on 2,000 sample conversations: the
     # template through the Jinja path under the inferred rule, against the native renderer under the shipped rule
-    native = FAMILIES[family].renderer({"date": DATE} if FAMILIES[family].options else None)
-    jinja = JinjaRenderer(template, inferred, variables, sanitized_markers(inferred))
+    native = FAMILIES[family].renderer({"date": DATE} if family == "gpt_oss" else None)
+    jinja = JinjaRenderer(template, inferred, variables)
     assert len(conversations) == 2000
     for messages in conversations:
         ours = close_final_turn(jinja(messages), inferred)

@@ -62,11 +62,10 @@ def _conversation(rng: random.Random) -> list[dict]:
 def _jinja(family: str) -> JinjaRenderer:
     template, specials, variables, options = FAMILIES[family]
     rule = load_mask_rule(family)
-    markers = [t for t in specials if t in rule.header or any(t in end for end in rule.end_markers)]
     variables = dict(variables)
     if "date" in options:  # as the build passes a profile's pinned date
         variables["strftime_now"] = datetime.date.fromisoformat(options["date"]).strftime
-    return JinjaRenderer(official_template(template), rule, variables, markers)
+    return JinjaRenderer(official_template(template), rule, variables, specials)
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
