@@ -1,0 +1,85 @@
+"""Qwen3.5's masks on tool conversations against two independent references: TRL's ``{% generation %}`` twin of the
+official template (``return_assistant_tokens_mask``) and slime's own loss-mask generator (``MultiTurnLossMaskGenerator``
+"qwen3_5", read from slime's source: ``SLIME_MASK_UTILS=path/to/slime/utils/mask_utils.py`` or an installed slime)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import pytest
+
+from helpers.qwen_reference import build_qwen_tokenizer_dir
+from helpers.shared import official_template
+from helpers.tool_conversations import BATTERY, forged_conversations, template_form
+from sftpack.families.encode import make_encoder
+from sftpack.families.profiles import load_profile
+
+CONVERSATIONS = BATTERY + [(f"forged-{k}", c) for k, c in enumerate(forged_conversations(60, seed=11))]
+
+
+@pytest.fixture(scope="module")
+def hf_qwen35(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    directory = build_qwen_tokenizer_dir(tmp_path_factory.mktemp("qwen35"), official_template("qwen3_5.jinja"))
+    return AutoTokenizer.from_pretrained(str(directory))
+
+
+@pytest.fixture(scope="module")
+def encoder(offline_qwen):
+    return make_encoder(load_profile("Qwen3.5-122B-A10B"), offline_qwen)
+
+
+def _without_prompt_think(tokenizer, ids: list, mask: list) -> list:
+    """``mask`` with the generation prompt's ``<think>\\n`` left out at the start of each supervised run (the twin
+    marks a turn from ``<think>``; the prompt already holds it, so sftpack's rule skips it)."""
+    mask = list(mask)
+    for k in range(len(ids)):
+        if mask[k] and (k == 0 or not mask[k - 1]):
+            text, j = "", k
+            while j < len(ids) and mask[j] and "<think>\n".startswith(text + tokenizer.decode([ids[j]])):
+                text += tokenizer.decode([ids[j]])
+                mask[j] = 0
+                j += 1
+    return mask
+
+
+def test_masks_equal_trls_generation_twin(encoder, hf_qwen35):
+    twin = official_template("qwen3_5_training.jinja")
+    compared = 0
+    for name, conversation in CONVERSATIONS:
+        messages, tools = template_form(conversation["messages"]), conversation["tools"]
+        official = hf_qwen35.apply_chat_template(messages, tools=tools, tokenize=False)
+        if hf_qwen35.apply_chat_template(messages, tools=tools, chat_template=twin, tokenize=False) != official:
+            continue  # the twin keeps every think block: it writes another text where the template drops one
+        out = hf_qwen35.apply_chat_template(messages, tools=tools, chat_template=twin, tokenize=True, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+        ids, mask = encoder(conversation)
+        assert ids.tolist() == out["input_ids"], name
+        assert mask.tolist() == _without_prompt_think(hf_qwen35, out["input_ids"], out["assistant_masks"]), name
+        compared += 1
+    assert compared >= 40  # 49 of the 72: the others have an earlier turn whose think block the template drops
+
+
+def _slime():
+    path = os.environ.get("SLIME_MASK_UTILS")
+    if path:
+        spec = importlib.util.spec_from_file_location("slime_mask_utils", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    if importlib.util.find_spec("slime") is None:
+        pytest.skip("slime is not installed (or set SLIME_MASK_UTILS to slime/utils/mask_utils.py)")
+    from slime.utils import mask_utils
+
+    return mask_utils
+
+
+def test_masks_equal_slimes_qwen3_5_generator(encoder, hf_qwen35):
+    """slime finds turns by searching the text; on conversations without forged control text it must agree."""
+    generator = _slime().MultiTurnLossMaskGenerator(hf_qwen35, tokenizer_type="qwen3_5")
+    for name, conversation in BATTERY:
+        ids, mask = generator.get_loss_mask(template_form(conversation["messages"]), tools=conversation["tools"])
+        ours_ids, ours_mask = encoder(conversation)
+        assert (ours_ids.tolist(), ours_mask.tolist()) == (ids, mask), name
