@@ -84,6 +84,10 @@ def _known_backend(v, flag):
     return None if v in BACKENDS else f"{flag} {v!r}: unknown tokenizer backend (known: {', '.join(BACKENDS)})"
 
 
+def _ray_address(v, flag):
+    return f"{flag} '': a Ray address is needed (HOST:PORT, ray://HOST:PORT or auto)" if not v.strip() else None
+
+
 def _directory(v, flag):
     return f"{flag} '': an output directory is needed (use . for the current one)" if not v else None
 
@@ -109,6 +113,10 @@ class BuildConfig:
     name: str | None = option(None, help="output name (default: the profile's build name)", check=plain_name_problem)
     workers: int | None = option(None, kind=int, check=_range(0, MAX_WORKERS, "must be 0 (all cores) or more"),
                                  help="encoding processes (default 0: all cores); output is identical for any value")
+    ray: str | None = option(None, check=_ray_address, metavar="ADDRESS",
+                             help="encode on a Ray cluster: its address (HOST:PORT of the head, ray://HOST:PORT, or "
+                             "auto: the cluster this process belongs to); every node must see the source and the "
+                             "tokenizer; output is identical to the local build (needs sftpack[ray])")
     overwrite: bool = option(False, kind=bool, help="replace existing outputs")
     strict: bool = option(False, kind=bool, help="stop at the first malformed conversation (exit 2) instead of skipping it")
     allow_unpinned: bool = option(False, kind=bool,

@@ -11,6 +11,7 @@ import itertools
 import os
 import time
 from collections import Counter
+from contextlib import nullcontext
 from functools import partial
 from typing import Iterator
 
@@ -134,7 +135,8 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
     name = names.name
     row_format = get_row_format(config.format)
     outputs = OutputFiles(config.out, names.stem, config.overwrite, row_format.suffix)
-    with outputs:  # check the output directory before the slow steps
+    # check the output directory before the slow steps, and the cluster (--ray) before loading anything
+    with outputs, _encoding(config, profile, vocab, source) as encoding:
         # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
         # is only downloaded once the tokenizer has passed its pin checks.
         clock = Clock()
@@ -161,7 +163,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         try:
             # inside the try: a signal can also land in _write_rows' `finally` (stopping the workers) after the last
             # row has gone to the writer process, which must then be killed before the temporaries are removed
-            _write_rows(encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
+            _write_rows(encoding, encoder, source, order, writer, stats, rows, row_tokens, workers, config, clock)
             interrupts.check()  # a signal recorded while the workers were being stopped
             _check_source_unchanged(source)
             _check_row_count(writer.rows, stats, rows, row_tokens)
@@ -193,12 +195,22 @@ def _dataset_revision(config: BuildConfig) -> str | None:
     return revision
 
 
-def _write_rows(encoder: ConversationEncoder, source: Source, order: np.ndarray, writer: WriterProcess, stats: BuildStats,
-                rows, row_tokens: int, workers: int, config: BuildConfig, clock: Clock) -> None:
-    """Encode, pack and write rows until ``rows`` are written (or, ``--rows all``, the source ends)."""
+def _encoding(config: BuildConfig, profile, vocab: Vocab | None, source: Source | None):
+    """Who encodes the chunks: forked workers on this machine, or tasks on a Ray cluster (``--ray``)."""
+    if config.ray is None:
+        return nullcontext(encoded_chunks)
+    from sftpack.builder.cluster import ray_encoding
+
+    return ray_encoding(config, profile, given=(vocab, source))
+
+
+def _write_rows(encoding, encoder: ConversationEncoder, source: Source, order: np.ndarray, writer: WriterProcess,
+                stats: BuildStats, rows, row_tokens: int, workers: int, config: BuildConfig, clock: Clock) -> None:
+    """Encode (``encoding``: :func:`encoded_chunks` or its like), pack and write rows until ``rows`` are written
+    (or, ``--rows all``, the source ends)."""
     progress = Progress(None if rows == ALL else rows, len(source), row_tokens, stats, config.progress)
     walk = Walk(stats, config.strict)
-    stream = encoded_chunks(encoder, source, order, workers, walk, clock.seconds, lead=_lead(rows, row_tokens, config.workers))
+    stream = encoding(encoder, source, order, workers, walk, clock.seconds, lead=_lead(rows, row_tokens, config.workers))
     try:
         for row in pack_chunks(stream, row_tokens, encoder.vocab.eos_id, stats, walk.pulled):
             writer.write(row)

@@ -88,6 +88,8 @@ def _source_for(declared: dict, dataset: dict, source: str | None) -> str:
         return "sample"
     if origin == "hub-dataset" and dataset.get("name"):
         return f"{dataset['name']}@{dataset['revision']}" if dataset.get("revision") else dataset["name"]
+    if origin == "url" and dataset.get("name"):  # object storage: the same URL
+        return dataset["name"]
     raise UsageError(
         f"{declared['path']}: the rows were built from {dataset.get('name') or origin or 'an unnamed source'}; "
         "pass --source PATH (the same file) to rebuild them"

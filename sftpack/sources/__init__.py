@@ -38,6 +38,7 @@ from sftpack.sources.registry import (HUB_DATASET, SOURCE_READERS, get_source_re
                                       register_source_reader)
 from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, missing_column
 from sftpack.sources.table import TableSource
+from sftpack.sources.remote import fetch, is_url
 
 __all__ = ["JsonLinesSource", "ListSource", "RESERVED_ID_PREFIX", "RowError", "SAMPLE_PATH", "SOURCE_READERS",
            "Source", "SourceChanged", "SourceInfo", "SourceReader", "SourceRequest", "TableSource", "generated_id",
@@ -47,12 +48,18 @@ __all__ = ["JsonLinesSource", "ListSource", "RESERVED_ID_PREFIX", "RowError", "S
 def open_source(spec: str = "hub", *, revision: str | None = None, sharegpt: bool = False) -> Source:
     """``hub`` (the Tulu 3 mixture at ``revision``, default the pinned one), ``sample`` (bundled synthetic sample),
     a path (``.parquet``, ``.jsonl``, ``.json``, ``.arrow``, a directory of parquet shards, a ``datasets``
-    ``save_to_disk`` directory; any kind in ``SOURCE_READERS``), or a hub dataset id ``ORG/NAME[@REVISION]``
+    ``save_to_disk`` directory; any kind in ``SOURCE_READERS``), the URL of such a file or directory of shards
+    (``s3://``, ``gs://``, ``hf://``: :mod:`sftpack.sources.remote`), or a hub dataset id ``ORG/NAME[@REVISION]``
     (``revision`` when no ``@``; default main). ``sharegpt``: the rows hold ShareGPT's ``conversations: [{from,
     value}]``, read as messages."""
     request = SourceRequest(spec, revision, sharegpt)
     if is_word(spec):
         return get_source_reader(spec)().open(request)
+    if is_url(spec):  # object storage: this machine's copy, recorded by its URL and version
+        local, version = fetch(spec)
+        source = open_source(str(local), sharegpt=sharegpt)
+        source.info = request.info(spec, "url", version)
+        return source
     path = Path(spec)
     if not path.exists():
         if hub_id(spec) is None:
