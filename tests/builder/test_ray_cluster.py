@@ -89,7 +89,11 @@ def test_a_ray_build_writes_the_local_builds_bytes(model, options, task, cluster
         monkeypatch.setenv("SFTPACK_RAY_TASK", task)
     if model == "Inkling-Small":
         options["tokenizer"] = request.getfixturevalue("inkling_tokenizer")
-    local, clustered = local_and_ray(tmp_path, cluster, model=model, **options)
+    address = cluster
+    if model == "gpt-oss-20b":  # --ray auto: the cluster this process belongs to, here by RAY_ADDRESS
+        monkeypatch.setenv("RAY_ADDRESS", cluster)
+        address = "auto"
+    local, clustered = local_and_ray(tmp_path, address, model=model, **options)
     assert clustered.rows_sha256 == local.rows_sha256 and clustered.rows == local.rows > 0
     assert outputs(clustered) == outputs(local)
     assert clustered.paths.parquet.name == local.paths.parquet.name
