@@ -3,21 +3,22 @@ cache and read from there by the local readers.
 
 The build walks a seeded permutation of the whole source, so every encoding process reads rows from all over it:
 reading them one range request at a time would cost a round trip per conversation. The object (a file, or a
-directory of parquet shards) is copied whole into ``SFTPACK_SOURCE_CACHE`` (default ``~/.cache/sftpack/sources``)
-once per machine - under a lock, so that the processes of one node copy it once between them - and memory-mapped
-like any local file. The copy is named by the URL and the object's version (its ETag, generation or size and
-modification time), which the build record keeps as the source's revision: a node that finds another version
-refuses (the workers compare their source with the driver's).
+directory of parquet shards) is copied whole into sftpack's cache (``sources/`` of
+:func:`~sftpack.base.cache.cache_dir`) once per machine - under a lock, so that the processes of one node copy it
+once between them - and read like any local file. The copy is named by the URL and the object's version (its ETag,
+generation, or size and modification time), which the build record keeps as the source's revision: a node that
+finds another version refuses (the workers compare their source with the driver's).
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import os
 import re
+import shutil
 from pathlib import Path
 
+from sftpack.base.cache import cache_dir, publish, staging_dir
 from sftpack.base.errors import UsageError
 
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
@@ -34,28 +35,31 @@ def is_url(spec: str) -> bool:
     return bool(_URL.match(spec)) and not spec.lower().startswith("file://")
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SFTPACK_SOURCE_CACHE") or Path.home() / ".cache" / "sftpack" / "sources")
-
-
 def fetch(url: str) -> tuple[Path, str]:
     """This machine's copy of the object at ``url`` and its version; copied on first use."""
     fs, path, info = _stat(url)
     version = _version(info)
     key = hashlib.sha256(f"{url}\n{version}".encode()).hexdigest()[:24]
-    home = cache_root() / key
-    local = home / (Path(path.rstrip("/")).name or "source")
-    if local.exists():
-        return local, version
+    root = cache_dir() / "sources"
+    final = root / key
+    name = Path(path.rstrip("/")).name or "source"
+    if (final / name).exists():
+        return final / name, version
     try:
-        home.mkdir(parents=True, exist_ok=True)
-        with open(home / ".lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # another process of this node may be copying it: wait for it
-            if not local.exists():
-                _copy(fs, path, info, local)
+        root.mkdir(parents=True, exist_ok=True)
+        with open(root / f".{key}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another process of this machine may be copying it: wait for it
+            if not (final / name).exists():
+                staging = staging_dir(final)
+                try:
+                    _copy(fs, path, info, staging / name)
+                except BaseException:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise
+                publish(staging, final)
     except OSError as e:
-        raise UsageError(f"--source {url}: cannot copy it into {home} ({type(e).__name__}: {e})") from None
-    return local, version
+        raise UsageError(f"--source {url}: cannot copy it into {root} ({type(e).__name__}: {e})") from None
+    return final / name, version
 
 
 def _stat(url: str):
@@ -86,12 +90,10 @@ def _version(info: dict) -> str:
 
 
 def _copy(fs, path: str, info: dict, local: Path) -> None:
-    """The object, or a directory's parquet shards, into ``local`` under a temporary name, then renamed."""
-    partial = local.with_name(local.name + ".partial")
+    """The object, or a directory's parquet shards, to ``local``."""
     if info.get("type") == "directory":
-        partial.mkdir(exist_ok=True)
+        local.mkdir()
         for shard in info["shards"]:
-            fs.get(shard, str(partial / Path(shard).name))
+            fs.get(shard, str(local / Path(shard).name))
     else:
-        fs.get(path, str(partial))
-    os.replace(partial, local)
+        fs.get(path, str(local))

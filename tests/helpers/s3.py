@@ -29,7 +29,7 @@ def free_port() -> int:
 
 @contextmanager
 def s3_server(cache: Path):
-    """``(environment, client)``: the variables that make s3fs (and boto3) use the server, ``SFTPACK_SOURCE_CACHE``
+    """``(environment, client)``: the variables that make s3fs (and boto3) use the server, ``SFTPACK_CACHE_DIR``
     at ``cache``; the bucket holds the sample whole (``sample.parquet``) and in shards (``sample/part-K.parquet``)."""
     import boto3
     import pyarrow.parquet as pq
@@ -42,7 +42,7 @@ def s3_server(cache: Path):
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
     env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "SFTPACK_SOURCE_CACHE": str(cache)}
+           "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "SFTPACK_CACHE_DIR": str(cache)}
     try:
         client = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
                               aws_secret_access_key="testing", region_name="us-east-1")

@@ -32,7 +32,7 @@ def s3_env(s3, monkeypatch, tmp_path):
     env, client = s3
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setenv("SFTPACK_SOURCE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SFTPACK_CACHE_DIR", str(tmp_path / "cache"))
     return client
 
 
@@ -45,10 +45,10 @@ def test_a_build_from_s3_has_the_rows_of_the_same_file_read_here_and_records_the
     etag = s3_env.head_object(Bucket="sft", Key="sample.parquet")["ETag"].strip('"')
     assert (remote.dataset.name, remote.dataset.source, remote.dataset.revision) == (
         "s3://sft/sample.parquet", "url", f"ETag {etag}")
-    copies = list((tmp_path / "cache").glob("*/sample.parquet"))
+    copies = list((tmp_path / "cache").glob("sources/*/sample.parquet"))
     assert len(copies) == 1  # copied once; a second open reads the copy
     assert len(open_source("s3://sft/sample.parquet")) == 3000
-    assert list((tmp_path / "cache").glob("*/sample.parquet")) == copies
+    assert list((tmp_path / "cache").glob("sources/*/sample.parquet")) == copies
 
 
 def test_a_directory_of_shards_reads_as_one_source_in_name_order(s3_env):
