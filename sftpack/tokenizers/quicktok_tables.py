@@ -63,7 +63,11 @@ class QuicktokTables:
             state = self.check(entry)
             if state != "ok":
                 staging = staging_dir(entry)
-                self.write(staging)
+                try:
+                    self.write(staging)
+                except BaseException:
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise
                 publish(staging, entry, replace=state == "damaged")
                 if self.check(entry) != "ok":
                     raise OSError(f"{entry}: not readable after writing it")
