@@ -32,8 +32,35 @@ def add(sub):
     p.add_argument("--out", default=".", metavar="DIR", help="where configs/ and masks/ are written (default: .)")
     p.add_argument("--rule", metavar="NAME", help="the rule's name (default: from the model's name)")
     p.add_argument("--hub", metavar="REPO", help="the hub repository (default: the tokenizer config's name_or_path)")
+    p.add_argument("--date", default=CLOCK_DATE, metavar="YYYY-MM-DD",
+                   help=f"the day a template that reads the clock is pinned to, written into the profile (default: {CLOCK_DATE})")
+    p.add_argument("--template-option", action="append", default=[], metavar="KEY=VALUE", dest="template_options",
+                   help="a variable the template is given (enable_thinking=false, reasoning_effort=low), written into "
+                        "the profile and the build's name; repeatable")
     p.add_argument("--overwrite", action="store_true", help="replace existing profile and rule files")
     return p
+
+
+def jinja_options(args, template: str) -> dict:
+    """The template variables a new jinja profile pins: each ``--template-option`` (a YAML scalar), and ``date``
+    when the template reads the clock."""
+    from sftpack.base import safe_yaml
+    from sftpack.families.template_vars import check_date, clock_reads
+
+    options = {}
+    for item in args.template_options:
+        key, sep, value = item.partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) or key == "date":
+            raise UsageError(f"--template-option {item!r}: expected KEY=VALUE, KEY a template variable other than date "
+                             "(--date pins the clock)")
+        parsed = safe_yaml.load_text(value, f"--template-option {key}") if value else ""
+        options[key] = parsed if isinstance(parsed, (str, bool, int, float)) else value
+    if clock_reads(template):
+        try:
+            options["date"] = check_date(args.date)
+        except ValueError as e:
+            raise UsageError(f"--date: {e}") from None
+    return options
 
 
 @dataclass(frozen=True)
@@ -76,12 +103,11 @@ def read_checkpoint(directory: Path) -> Checkpoint:
                       config.get("name_or_path") or config.get("_name_or_path"))
 
 
-def template_variables(checkpoint: Checkpoint) -> dict:
-    import datetime
+def template_variables(checkpoint: Checkpoint, options: dict) -> dict:
+    """What the template is given besides the messages: BOS, EOS and the profile's variables (its clock pinned)."""
+    from sftpack.families.template_vars import jinja_variables
 
-    variables = {"bos_token": checkpoint.bos_token, "eos_token": checkpoint.eos_token}
-    if "strftime_now" in checkpoint.template:
-        variables["strftime_now"] = datetime.date.fromisoformat(CLOCK_DATE).strftime
+    variables = {"bos_token": checkpoint.bos_token, "eos_token": checkpoint.eos_token, **jinja_variables(options)}
     return {k: v for k, v in variables.items() if v is not None}
 
 
@@ -130,10 +156,16 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "model"
 
 
-def profile_yaml(args, checkpoint: Checkpoint, family: str, rule_name: str, proof: str) -> str:
+def profile_yaml(args, checkpoint: Checkpoint, family: str, rule_name: str, proof: str, options: dict) -> str:
+    """The profile; a jinja profile pins ``options`` (the template's variables), each but the date in its name."""
     hub = args.hub or checkpoint.name_or_path or args.name
     import textwrap
 
+    from sftpack.families.registry import get_family
+
+    if family != "jinja":
+        options = default_options(get_family(family))
+    named = "".join(f"-{_slug(k).replace('_', '')}{_slug(str(v).lower())}" for k, v in options.items() if k != "date")
     comment = (f"Model profile written by `sftpack new-model` from the chat template of {checkpoint.directory} (sha256 "
                f"{checkpoint.template_sha256}). Rule {rule_name}: {proof}. No vocabulary is offline: build with "
                f"--model configs/{args.name}.yaml --tokenizer DIR.")
@@ -144,7 +176,7 @@ def profile_yaml(args, checkpoint: Checkpoint, family: str, rule_name: str, proo
         "  revision: null",
         f"template: {family}",
         f"loss_mask: {rule_name}",
-        f"build_name: {_slug(args.name).replace('_', '-')}-tulu3-fixed8192-v1",
+        f"build_name: {_slug(args.name).replace('_', '-')}-tulu3-fixed8192-v1{named if family == 'jinja' else ''}",
         f"template_sha256: {checkpoint.template_sha256}",
         "tokenizer:",
         f"  eos_token: {json.dumps(checkpoint.eos_token, ensure_ascii=False)}",
@@ -152,27 +184,39 @@ def profile_yaml(args, checkpoint: Checkpoint, family: str, rule_name: str, proo
         "  offline: null",
         "defaults: {rows: 6400, row_tokens: 8192, seed: 42}",
     ]
-    from sftpack.families.registry import get_family
-
-    options = default_options(get_family(family))
     if options:
         lines.append("template_options: {" + ", ".join(f"{k}: {json.dumps(v)}" for k, v in options.items()) + "}")
     return "\n".join(lines) + "\n"
 
 
-def _write(path: Path, text: str, overwrite: bool) -> None:
-    if path.exists() and not overwrite:
-        raise UsageError(f"{path} exists (--overwrite to replace it)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+def _write_all(files: dict[Path, str], overwrite: bool) -> None:
+    """Write every file or none: each checked first, then written beside its place and renamed into it."""
+    import os
+
+    for path in files:
+        if path.exists() and not overwrite:
+            raise UsageError(f"{path} exists (--overwrite to replace it)")
+    temporaries = {}
+    try:
+        for path, text in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f".{path.name}.tmp")
+            temporary.write_text(text, encoding="utf-8")
+            temporaries[path] = temporary
+        for path, temporary in temporaries.items():
+            os.replace(temporary, path)
+    finally:
+        for temporary in temporaries.values():
+            temporary.unlink(missing_ok=True)
 
 
 def run(args) -> int:
-    from sftpack.families.proof import battery, prove
     from sftpack.families.infer import TemplateRunner, infer_rule, rule_yaml
+    from sftpack.families.proof import battery, prove
 
     checkpoint = read_checkpoint(Path(args.tokenizer))
-    variables = template_variables(checkpoint)
+    options = jinja_options(args, checkpoint.template)
+    variables = template_variables(checkpoint, options)
     inferred = infer_rule(checkpoint.template, args.rule or _slug(args.name), variables)
     runner = TemplateRunner(checkpoint.template, variables)
     written = tuple(t for t in checkpoint.special_tokens if t in checkpoint.template)  # the template's own tokens
@@ -183,13 +227,14 @@ def run(args) -> int:
     out = Path(args.out)
     text = rule_yaml(inferred, f"the chat template of {args.name} (sha256 {checkpoint.template_sha256[:16]}...)", report.line())
     print(text, end="")
+    profile = out / "configs" / f"{args.name}.yaml"
+    files = {profile: profile_yaml(args, checkpoint, family, rule.name, report.line(), options)}
     if rule is inferred.rule:
-        _write(out / "masks" / f"{rule.name}.yaml", text, args.overwrite)
-        print(f"wrote {out / 'masks' / (rule.name + '.yaml')}")
+        files[out / "masks" / f"{rule.name}.yaml"] = text
     else:
         print(f"the shipped rule {rule.name} supervises exactly this on the {len(conversations)} battery conversations: reused")
-    profile = out / "configs" / f"{args.name}.yaml"
-    _write(profile, profile_yaml(args, checkpoint, family, rule.name, report.line()), args.overwrite)
-    print(f"wrote {profile} (family {family}; {report.line()})")
+    _write_all(files, args.overwrite)
+    for path in reversed(list(files)):
+        print(f"wrote {path}" + (f" (family {family}; {report.line()})" if path == profile else ""))
     print(f"build: sftpack build --model {profile} --tokenizer {args.tokenizer}")
     return 0

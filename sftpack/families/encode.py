@@ -22,6 +22,7 @@ from sftpack.families.fields import FieldRouting, written_fields
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
 from sftpack.families.jinja import RenderTooLarge
+from sftpack.families.template_vars import jinja_variables, options_text, unpinned_clock
 from sftpack.families.render import Renderer, TemplateError
 from sftpack.tokenizers.backend import trie_pattern
 from sftpack.tokenizers.vocab import EncodeError, Vocab
@@ -155,7 +156,19 @@ def template_variables(profile: Profile, vocab: Vocab) -> dict:
     for name, option in profile.family.options.items():
         if option.jinja is not None:
             variables.update(resolve(option.jinja)(profile.template_options[name]))
+    if profile.family.render is None:  # a jinja profile's template variables, its clock pinned to its date
+        variables.update(jinja_variables(profile.template_options))
     return {k: v for k, v in variables.items() if v is not None}
+
+
+def check_clock(profile: Profile, vocab: Vocab) -> None:
+    """Refuse a jinja profile whose template reads the clock without a pinned date: its rows would depend on the day."""
+    template = vocab.info.chat_template
+    unpinned = unpinned_clock(template, template_variables(profile, vocab)) if template and profile.family.render is None else []
+    if unpinned:
+        raise UsageError(f"{profile.path}: the chat template reads the clock ({', '.join(unpinned)}) and the profile "
+                         "pins no date, so its rows would depend on the day they are built: add template_options: "
+                         "{date: YYYY-MM-DD}")
 
 
 def _jinja_renderer(profile: Profile, vocab: Vocab, template: str, rule: MaskRule):
@@ -266,6 +279,7 @@ def check_markers(profile: Profile, vocab: Vocab, rule: MaskRule) -> None:
 
 def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     _check_template_sha256(profile, vocab)
+    check_clock(profile, vocab)
     rule = rule_of(profile, vocab)
     check_markers(profile, vocab, rule)
     render, description = choose_renderer(profile, vocab, rule)
@@ -273,6 +287,8 @@ def make_encoder(profile: Profile, vocab: Vocab) -> ConversationEncoder:
     for name, option in profile.family.options.items():  # the record's `renderer` shows what the rows were rendered with
         if option.record:
             description += "; " + option.record.format(value=profile.template_options[name])
+    if profile.family.render is None and profile.template_options:
+        description += "; template variables: " + options_text(profile.template_options)
     if profile.loss_mask == INFERRED:  # the record names the rule the build inferred
         description += (f"; loss-mask rule inferred from it: header {rule.header!r}, skipped {list(rule.skips)!r}, "
                         f"end of turn {list(rule.end_markers)!r} then {rule.after_end_of_turn!r}")

@@ -20,6 +20,7 @@ from sftpack.base.refs import resolve
 from sftpack.families.family import TemplateOption
 from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_names, offline_tokenizers
 from sftpack.tokenizers.registry import OfflineTokenizer
+from sftpack.families.template_vars import check_jinja_options
 from sftpack.families.schema import Key, check, read_yaml
 
 # The loss_mask of a profile whose rule is inferred from the tokenizer's chat template when it builds
@@ -120,8 +121,9 @@ PROFILE_KEYS = {
         "rows": Key(int, "rows", default=None), "row_tokens": Key(int, "tokens per row", default=None),
         "seed": Key(int, "permutation seed", default=None)}),
     "published": Key(dict, "the published recipe's figures (free form)", default={}),
-    "template_options": Key(dict, "what the family's renderer takes (gpt_oss: the pinned date, YYYY-MM-DD)", default={},
-                            values=str),
+    "template_options": Key(dict, "what the family's renderer takes (gpt_oss: the pinned date, YYYY-MM-DD), or a jinja "
+                                  "profile's template variables (date: the template's clock pinned)", default={},
+                            values=(str, bool, int, float)),
     "template_sha256": Key(str, "sha256 of the model's chat template its renderer and rule were proven against",
                            default=None),
     "template_unavailable": Key(str, "why no copy of the model's chat template was here to prove it against",
@@ -248,7 +250,10 @@ def load_profile(model: str) -> Profile:
             raise UsageError(f"{path}: key 'loss_mask': unknown rule {data['loss_mask']!r} "
                              f"(allowed: {', '.join(list_mask_rules())}, {INFERRED})")
         _load_rule_file(rule)  # a broken rule fails with the profile, naming the rule file
-    options = _check_template_options(data["template_options"], family.options, path)
+    if family.render is None:  # the checkpoint's own template: its variables, whatever it reads
+        options = check_jinja_options(data["template_options"], path)
+    else:
+        options = _check_template_options(data["template_options"], family.options, path)
     return Profile(
         model=data["model"],
         hub_repo=data["hub"]["repo"],

@@ -89,7 +89,8 @@ def check(data, keys: dict[str, Key], path, prefix: str = "") -> dict:
         elif isinstance(value, dict) and key.values is not None:
             for k, v in value.items():
                 if not _is(v, key.values):
-                    raise UsageError(f"{path}: key '{dotted}.{k}': expected {_TYPE_WORDS[key.values]}, got {_describe(v)}")
+                    words = " or ".join(_TYPE_WORDS[t] for t in (key.values if isinstance(key.values, tuple) else (key.values,)))
+                    raise UsageError(f"{path}: key '{dotted}.{k}': expected {words}, got {_describe(v)}")
         out[name] = value
     return out
 
