@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from sftpack.rows.hashing import update_rows_sha256
 from sftpack.rows.model import Row
@@ -35,7 +37,7 @@ class RowsWriter(ABC):
     """
 
     hashes_rows = False  # True: rows_sha256 is the writer's own hash of the rows written
-    timings: dict = {}  # seconds spent by stage, for the build record's timings (none by default)
+    timings: Mapping[str, float] = MappingProxyType({})  # seconds by stage for the build's timings (none by default)
 
     def __init__(self, path: Path, row_tokens: int, build_name: str):
         self.path, self.row_tokens, self.build_name = Path(path), row_tokens, build_name
@@ -79,7 +81,7 @@ class RowSink:
         return self._hash.hexdigest() if self._hash is not None else self.writer.rows_sha256
 
     @property
-    def timings(self) -> dict:
+    def timings(self) -> Mapping[str, float]:
         return self.writer.timings
 
     def abort(self) -> None:
