@@ -210,6 +210,14 @@ def _write_all(files: dict[Path, str], overwrite: bool) -> None:
             temporary.unlink(missing_ok=True)
 
 
+def _tool_lines(checkpoint: Checkpoint, rule, variables: dict) -> list[str]:
+    """How the rule supervises reasoning, tool calls and tool results (:func:`sftpack.families.fields.describe_fields`)."""
+    from sftpack.families.fields import describe_fields
+    from sftpack.families.jinja import JinjaRenderer
+
+    return describe_fields(JinjaRenderer(checkpoint.template, rule, variables, checkpoint.special_tokens))
+
+
 def run(args) -> int:
     from sftpack.families.infer import TemplateRunner, infer_rule, rule_yaml
     from sftpack.families.proof import battery, prove
@@ -226,6 +234,7 @@ def run(args) -> int:
     family = native_family(checkpoint, variables) or "jinja"
     out = Path(args.out)
     text = rule_yaml(inferred, f"the chat template of {args.name} (sha256 {checkpoint.template_sha256[:16]}...)", report.line())
+    text += "".join(f"# {line}\n" for line in _tool_lines(checkpoint, rule, variables))
     print(text, end="")
     profile = out / "configs" / f"{args.name}.yaml"
     files = {profile: profile_yaml(args, checkpoint, family, rule.name, report.line(), options)}

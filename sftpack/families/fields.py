@@ -97,3 +97,41 @@ class FieldRouting:
         ``unknown_fields:KEY`` for each message key sftpack does not know."""
         return (tuple(f"unrendered_fields:{f}" for f in sorted(conversation.fields & self.unrendered))
                 + tuple(f"unknown_fields:{k}" for k in conversation.unknown))
+
+
+EXAMPLE_TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "The current weather of a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+EXAMPLE_RESULT = '{"temperature": 18}'
+EXAMPLE = [  # what a rule's description shows: reasoning, a call, its result, an answer
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {"role": "assistant", "content": "", "reasoning_content": "I should call the tool.",
+     "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+    {"role": "tool", "content": EXAMPLE_RESULT},
+    {"role": "assistant", "content": "It is 18 degrees.", "reasoning_content": "The tool answered."},
+]
+
+
+def describe_fields(render) -> list[str]:
+    """How a rule supervises reasoning, tool calls and tool results on ``render``'s template (a
+    :class:`~sftpack.families.jinja.JinjaRenderer`): which fields the template writes, and what is supervised of
+    :data:`EXAMPLE`; one line each, for ``new-model``'s printed rule."""
+    from sftpack.families.mask import close_final_turn, supervised_spans
+
+    written = written_fields(render.text_of)
+    lines = ["message fields the template writes: " + (", ".join(sorted(written)) or "none beyond role and content"),
+             "and writes nothing of (counted as unrendered_fields): " + (", ".join(sorted(set(FIELDS) - written)) or "none")]
+    try:
+        rendered = close_final_turn(render(EXAMPLE, EXAMPLE_TOOLS), render.rule)
+    except TemplateError as e:
+        return lines + [f"a conversation with a tool call cannot be placed ({e}): such conversations are skipped "
+                        "(template_error)"]
+    text = rendered.text
+    spans = supervised_spans(rendered, EXAMPLE, render.rule)
+    lines += [f"supervised, turn {k + 1} of a tool conversation: {text[a:b]!r}" for k, (a, b) in enumerate(spans)]
+    if any(EXAMPLE_RESULT in text[a:b] for a, b in spans):
+        lines.append("WARNING: the tool result is inside a supervised span: the rule's end_of_turn misses the marker "
+                     "that closes a turn calling a tool; add it before building tool conversations")
+    else:
+        lines.append("tool results, the tools block, system and user text: never supervised")
+    return lines
