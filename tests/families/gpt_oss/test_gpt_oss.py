@@ -277,7 +277,7 @@ def test_the_record_names_the_rank_file_tiktoken_checked(encoder):
 def test_a_profile_date_that_is_not_yyyy_mm_dd_is_one_line(date, tmp_path, capsys):
     from sftpack.cli import main
 
-    shipped = (Path(__file__).resolve().parents[2] / "configs" / "gpt-oss-20b.yaml").read_text(encoding="utf-8")
+    shipped = (Path(__file__).resolve().parents[3] / "configs" / "gpt-oss-20b.yaml").read_text(encoding="utf-8")
     assert "2025-08-05" in shipped
     path = tmp_path / "gpt-oss-bad.yaml"
     path.write_text(shipped.replace("2025-08-05", date), encoding="utf-8")
