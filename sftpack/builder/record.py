@@ -104,8 +104,9 @@ class DatasetInfo(_Section):
     source_rows: int | None
     shape: str | None = None  # "sharegpt": read from ShareGPT's conversations [{from, value}]
     roles: dict | None = None  # then: each `from` and the role it was read as
+    sha256: str | None = None  # a local source (the sample, a file, a directory): what identifies its bytes
 
-    OPTIONAL = ("shape", "roles")  # absent for Tulu-shaped sources: their records stay as they were
+    OPTIONAL = ("shape", "roles", "sha256")  # absent where they say nothing: a hub build's record stays as it was
 
 
 @dataclass
@@ -208,11 +209,22 @@ _RecordDumper.add_representer(np.int64, lambda d, v: d.represent_int(int(v)))
 _RecordDumper.add_representer(Ratio, lambda d, v: d.represent_scalar("tag:yaml.org,2002:float", f"{v:.6f}"))
 
 
-def record_path_beside(parquet) -> Path:
-    """``NAME.build.yaml`` beside ``NAME.parquet`` (or a rows file of another format)."""
-    from sftpack.rows.formats import stem_of
+def record_suffix(rows_suffix: str) -> str:
+    """The build record's suffix beside a rows file with ``rows_suffix``: each format its own record, so that
+    converting rows never replaces the record of the file it reads.
 
-    return Path(parquet).with_name(f"{stem_of(parquet)}.build.yaml")
+    >>> record_suffix(".parquet"), record_suffix(".trl.parquet"), record_suffix(".idx.parquet")
+    ('.build.yaml', '.trl.build.yaml', '.idx.build.yaml')
+    """
+    return rows_suffix.removesuffix(".parquet") + ".build.yaml"
+
+
+def record_path_beside(parquet) -> Path:
+    """``NAME.build.yaml`` beside ``NAME.parquet`` (``NAME.trl.build.yaml`` beside ``NAME.trl.parquet``: a rows
+    file of another format has its own)."""
+    from sftpack.rows.formats import format_of_path, stem_of
+
+    return Path(parquet).with_name(stem_of(parquet) + record_suffix(format_of_path(parquet).suffix))
 
 
 def read_record_beside(parquet) -> BuildRecord | None:
@@ -253,7 +265,8 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
         model=profile.model,
         dataset=DatasetInfo(name="Tulu 3 SFT mixture" if hub else source.info.dataset,
                             source=TULU_REPO if hub else source.info.location, revision=source.info.revision,
-                            source_rows=len(source), shape=source.info.shape, roles=source.info.roles),
+                            source_rows=len(source), shape=source.info.shape, roles=source.info.roles,
+                            sha256=getattr(source.info, "sha256", None)),
         counts=Counts(supervised_tokens=int(supervised), total_tokens=total, conversations_packed=stats.conversations,
                       source_rows_reached=stats.reached, rows_dropped_without_targets=stats.rows_dropped_unsupervised,
                       conversations_with_control_text=stats.control_text, skipped=dict(sorted(stats.skipped.items())),

@@ -70,18 +70,32 @@ def _explicit_name(declared: dict) -> str | None:
     return declared["name"]
 
 
+def _rebuild_from(declared: dict, hub: bool) -> str:
+    """What rebuilds the declared rows: the hub, or a local copy of the same dataset."""
+    if hub:
+        return "run verify --rebuild where the hub is reachable, or add --source PATH (a local copy of that revision)"
+    return "add --source PATH (the same file)"
+
+
 def _source_for(declared: dict, dataset: dict, source: str | None) -> str:
     """The ``--source`` that rebuilds the declared rows: the one given, else the one the declaration names. The
     bundled sample never rebuilds rows that came from another dataset: refused before anything is built."""
     from sftpack.sources.pins import TULU_REPO
 
+    from sftpack.checks.identity import dataset_text
+    from sftpack.base.hub import hub_reachable
+
     origin = dataset.get("source")
+    where = dataset_text(dataset) if origin else "the recipe's dataset"
+    hub = origin not in ("sample", "file", "save_to_disk", "memory", None)
     if source == "sample" and origin != "sample":
-        where = dataset.get("name") or origin or "the recipe's dataset"
         raise UsageError(f"{declared['path']}: its {declared['rows']:,} rows come from {where}; --source sample (the "
-                         "bundled 3,000 synthetic conversations) cannot rebuild them: use --source hub or the dataset")
+                         "bundled 3,000 synthetic conversations) cannot rebuild them: " + _rebuild_from(declared, hub))
     if source is not None:
         return source
+    if hub and not hub_reachable():
+        raise UsageError(f"{declared['path']}: its rows come from {where} on the Hugging Face hub, unreachable from "
+                         "here (or HF_HUB_OFFLINE is set): " + _rebuild_from(declared, hub))
     if origin == TULU_REPO:
         return "hub"
     if origin == "sample":

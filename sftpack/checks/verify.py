@@ -27,7 +27,14 @@ from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.builder.record import record_path_beside
 from sftpack.checks.declared import HEX64, DeclaredFloat, load_declared
-from sftpack.checks.identity import built_as, structural_mismatch
+from sftpack.checks.identity import (
+    built_as,
+    dataset_tag,
+    dataset_text,
+    same_dataset,
+    stated_dataset,
+    structural_mismatch,
+)
 from sftpack.rows.formats import is_of_format, open_rows_file
 
 PARQUET_FIELDS = ("parquet_sha256", "parquet_bytes")
@@ -113,6 +120,7 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
                 check.ok, check.note = None, "not compared: the declared file is another rows format's"
     add("name", build_name,
         note="parquet metadata sftpack.build" if build_name else "the parquet records no build name")
+    checks.extend(_identity_checks(declared, record, record_note, build_name))
     add("rows", rows)
     add("row_tokens", width)
     add("padding_tokens", 0, note=f"every row holds exactly {width} tokens")
@@ -137,6 +145,46 @@ def verify_rows(declared: dict, parquet_path: str | Path) -> list[Check]:
     checks.extend(_tokenizer_checks(declared, record, record_note))
     checks.append(_pinned_check(declared, record))
     return checks
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Two models build the same rows when their profiles share a build name (Qwen3.5's sizes do)."""
+    from sftpack.families.profiles import load_profile
+
+    if a == b:
+        return True
+    try:
+        return load_profile(a).build_name == load_profile(b).build_name
+    except UsageError:
+        return False
+
+
+def _identity_checks(declared: dict, record: dict | None, record_note: str, build_name: str | None) -> list[Check]:
+    """The model and the dataset the rows were built from, against the declared ones: from the build record
+    beside the rows (hub id and commit, or the file's sha256), else from what the rows' build name states."""
+    stated = built_as(build_name) if record is None else None
+    out = []
+    model = declared.get("model")
+    if model:
+        if record is not None and record.get("model"):
+            out.append(Check("model", model, record["model"], _same_model(model, record["model"]), record_note))
+        elif stated is not None:
+            out.append(Check("model", model, stated.model, _same_model(model, stated.model), stated.note))
+        else:
+            out.append(Check("model", model, None, None, record_note))
+    wanted = declared.get("dataset") or {}
+    if wanted.get("source") or wanted.get("name"):
+        shown = dataset_text(wanted)
+        if record is not None and isinstance(record.get("dataset"), dict) and record["dataset"].get("source"):
+            got = record["dataset"]
+            out.append(Check("dataset", shown, dataset_text(got), same_dataset(got, wanted),
+                             record_note))
+        elif stated is not None:
+            out.append(Check("dataset", shown, stated_dataset(stated.source), stated.source == dataset_tag(wanted),
+                             f"as the rows' build name {stated.name} states"))
+        else:
+            out.append(Check("dataset", shown, None, None, record_note))
+    return out
 
 
 def _tokenizer_checks(declared: dict, record: dict | None, record_note: str) -> list[Check]:
@@ -237,11 +285,38 @@ def mark(ok: bool | None) -> str:
 
 
 def structure_of(declared: dict, checks: list[Check]) -> str | None:
-    """Another row count or row length than declared, from the measured ``rows`` / ``row_tokens`` checks."""
+    """Why the hashes cannot match, said first: another model, another dataset, or another row count or row
+    length than declared (from the measured checks)."""
+    what = "recipe" if declared.get("kind") == "recipe" else "declaration"
+    failed = {c.field: c for c in checks if c.ok is False}
+    if "model" in failed:
+        return (f"these rows are another model's ({failed['model'].measured}), not the {what}'s "
+                f"{failed['model'].declared}: the hashes cannot match")
+    if "dataset" in failed:
+        return (f"these rows come from {failed['dataset'].measured}, not the {what}'s dataset "
+                f"{failed['dataset'].declared}: the hashes cannot match")
     measured = {c.field: c.measured for c in checks if c.field in ("rows", "row_tokens")}
     if not {"rows", "row_tokens"} <= measured.keys():
         return None
     return structural_mismatch(declared, measured["rows"], measured["row_tokens"])
+
+
+def unchecked_dataset(declared: dict, checks: list[Check]) -> str | None:
+    """What these rows cannot show of the declared dataset, and the one command that checks it, or None: a
+    dataset check that failed or could not be made (no record beside the rows) leaves open whether the declared
+    dataset gives the declared rows; only a rebuild from it answers that."""
+    check = next((c for c in checks if c.field == "dataset"), None)
+    if check is None or check.ok is True or any(c.field == "rebuilt from" for c in checks):
+        return None
+    wanted = declared.get("dataset") or {}
+    command = f"sftpack verify {declared['path']} --rebuild"
+    if wanted.get("source") in ("file", "save_to_disk"):
+        return (f"not checked: the rows {dataset_text(wanted)} gives; to check it, with that file: {command} --source "
+                f"{wanted.get('name') or 'PATH'}")
+    if wanted.get("source") in ("sample", "memory"):
+        return None
+    return (f"not checked here: the rows {dataset_text(wanted)} gives (the hub's dataset, not in these files); to "
+            f"check it where the Hugging Face hub is reachable: {command}")
 
 
 def format_report(declared: dict, checks: list[Check], target: str) -> str:
@@ -264,6 +339,9 @@ def format_report(declared: dict, checks: list[Check], target: str) -> str:
     pinned = next((c for c in checks if c.field == "pinned"), None)
     if pinned is not None:
         lines.append(f"pinned: {pinned.note}")
+    dataset = unchecked_dataset(declared, checks)
+    if dataset:
+        lines.append(dataset)
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -281,6 +359,7 @@ def report_json(declared: dict, checks: list[Check], target: str) -> dict:
                     "note": c.note} for c in checks],
         "status": status,
         "structure": structure_of(declared, checks),
+        "unchecked": unchecked_dataset(declared, checks),
         "verdict": line,
         "exit": code,
     }

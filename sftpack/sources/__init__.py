@@ -29,6 +29,7 @@ from sftpack.sources.base import (
     SourceRequest,
     check_plain_file,
     generated_id,
+    local_sha256,
     source_id,
 )
 from sftpack.sources.huggingface import hub_id
@@ -75,6 +76,8 @@ def open_source(spec: str = "hub", *, revision: str | None = None, sharegpt: boo
     except (OSError, ValueError, RecursionError, pa.ArrowException) as e:  # RecursionError: a deeply nested .json
         raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {str(e)[:300]})") from e
     _check_first_row(source, spec)
+    if source.info.sha256 is None:  # what identifies a local source in its build's record
+        source.info.sha256 = local_sha256(path)
     return source
 
 

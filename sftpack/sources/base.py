@@ -3,11 +3,13 @@ row ids (given, or made from the row's position)."""
 
 from __future__ import annotations
 
+import hashlib
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from sftpack.base.errors import UsageError
+from sftpack.base.hashing import file_sha256
 from sftpack.base.text import lone_surrogate
 from sftpack.sources.sharegpt import COLUMN as SHAREGPT_COLUMN, ROLE_MAP, sharegpt_messages, sharegpt_tools
 
@@ -77,6 +79,7 @@ class SourceInfo:
     revision: str | None = None
     shape: str | None = None  # "sharegpt" when the rows were read from ShareGPT's `conversations`
     roles: dict | None = None  # then: ShareGPT `from` -> role
+    sha256: str | None = None  # a local source: its file's sha256 (a directory: of its files' names and sha256s)
 
 
 class Source:
@@ -146,6 +149,18 @@ class SourceReader:
 
 _NOT_PLAIN = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISSOCK, "a socket"),
               (stat.S_ISBLK, "a block device"))
+
+
+def local_sha256(path: Path) -> str:
+    """What a local source is recorded by: a file's sha256; for a directory, the sha256 over each regular file in it
+    (hidden ones aside), in path order, as ``RELATIVE-PATH NUL SHA256 NEWLINE``."""
+    if not path.is_dir():
+        return file_sha256(path).sha256
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file() and not any(
+            part.startswith(".") for part in p.relative_to(path).parts)):
+        digest.update(f"{file.relative_to(path).as_posix()}\0{file_sha256(file).sha256}\n".encode())
+    return digest.hexdigest()
 
 
 def check_plain_file(path: Path, spec: str) -> None:

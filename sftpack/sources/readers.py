@@ -5,9 +5,12 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from sftpack.base import hub
+from sftpack.base.bundled import SAMPLE_PATH
 from sftpack.base.errors import UsageError
+from sftpack.base.hashing import file_sha256
 from sftpack.sources.base import Source, SourceInfo, SourceReader, SourceRequest, check_plain_file, check_utf8
 from sftpack.sources.huggingface import hub_id, load_hub, load_saved, resolve_revision
 from sftpack.sources.jsonl import JsonLinesSource
@@ -15,6 +18,12 @@ from sftpack.sources.memory import ListSource
 from sftpack.sources.pins import TULU_REVISION
 from sftpack.sources.table import (TableSource, open_hub, open_parquet, quiet_datasets, read_arrow, read_arrow_files,
                                    sample_table)
+
+
+@lru_cache(maxsize=1)
+def sample_sha256() -> str:
+    """The bundled sample's sha256, which identifies it in a build's record (hashed once per process)."""
+    return file_sha256(SAMPLE_PATH).sha256
 
 
 class TuluHub(SourceReader):
@@ -28,7 +37,8 @@ class Sample(SourceReader):
     """``--source sample``: the bundled synthetic sample."""
 
     def open(self, request: SourceRequest) -> Source:
-        return TableSource(sample_table(), SourceInfo("sftpack synthetic Tulu-schema sample", "sample"))
+        return TableSource(sample_table(), SourceInfo("sftpack synthetic Tulu-schema sample", "sample",
+                                                      sha256=sample_sha256()))
 
 
 class HubDataset(SourceReader):

@@ -303,8 +303,8 @@ def open_hub(revision: str) -> Source:
 
     if not hub.hub_reachable():
         raise UsageError(
-            f"--source hub: cannot reach the Hugging Face hub to load {TULU_REPO}@{revision[:12]}; "
-            "use --source sample or --source PATH (a local copy in Tulu's schema)"
+            f"--source hub: cannot reach the Hugging Face hub to load {TULU_REPO}@{revision}; use --source PATH (a "
+            "local copy of it at that revision, in Tulu's schema), or --source sample (rows named as the sample's)"
         )
     with quiet_datasets():
         files = load_hub(TULU_REPO, revision, label="--source hub")

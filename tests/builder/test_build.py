@@ -143,7 +143,7 @@ def test_parquet_layout(built):
     pf = pq.ParquetFile(built_file(out, ".parquet"))
     assert pf.schema_arrow.metadata[b"sftpack.row_tokens"] == b"512"
     table = pf.read()
-    assert table.column("metadata").to_pylist()[3] == {"row": 3, "build": f"{NAME}-rowtokens512"}
+    assert table.column("metadata").to_pylist()[3] == {"row": 3, "build": f"{NAME}-local-rowtokens512"}
     starts = table.column("conversation_starts").to_pylist()
     lengths = table.column("conversation_lengths").to_pylist()
     tokens, _ = read_rows(built_file(out, ".parquet"))
@@ -217,7 +217,7 @@ def test_done_when_sample_build_64_rows(tmp_path, capsys):
 def test_parquet_metadata_keys(built):
     out, _ = built
     meta = pq.ParquetFile(built_file(out, ".parquet")).schema_arrow.metadata
-    assert meta[b"sftpack.build"] == f"{NAME}-rowtokens512".encode() and meta[b"sftpack.format"] == b"2" and meta[b"sftpack.row_tokens"] == b"512"
+    assert meta[b"sftpack.build"] == f"{NAME}-local-rowtokens512".encode() and meta[b"sftpack.format"] == b"2" and meta[b"sftpack.row_tokens"] == b"512"
 
 
 def test_ratio_is_written_with_six_decimals(tmp_path, source_file):

@@ -27,9 +27,9 @@ from sftpack.cli import main
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "Qwen3.5-122B-A10B"
 NAME = "qwen35-tulu3-fixed8192-v1"
-STEM = f"{NAME}-rowtokens64-rows2"  # the files of build_argv's default build (64-token rows: another stream, 2 rows)
+STEM = f"{NAME}-sample-rowtokens64-rows2"  # the files of build_argv's build of the sample (64-token rows, 2 rows)
 FINAL = {f"{STEM}.parquet", f"{STEM}.build.yaml"}
-FINAL_64 = {f"{NAME}-rows64.parquet", f"{NAME}-rows64.build.yaml"}  # 64 rows of the published stream
+FINAL_64 = {f"{NAME}-sample-rows64.parquet", f"{NAME}-sample-rows64.build.yaml"}  # 64 rows of the sample's stream
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
 
 

@@ -21,7 +21,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "Qwen3.5-122B-A10B"
-NAME = "qwen35-tulu3-fixed8192-v1"
+NAME = "qwen35-tulu3-fixed8192-v1-local"  # built from a file of the test's
 ROWS = 400
 FINAL = (f"{NAME}-rows{ROWS}.parquet", f"{NAME}-rows{ROWS}.build.yaml")  # the file names state the row count
 

@@ -520,7 +520,7 @@ def test_build_equals_the_reference_rows(families, family, tmp_path, capsys):
     rc, stdout, stderr = run_cli(argv, capsys)
     assert rc == 0, stderr
     name = BUILD_NAMES[family]
-    assert f"built {n} rows x {ROW_TOKENS} tokens  ({name}-rowtokens{ROW_TOKENS}, loss mask {RULES[family]})" in stdout
+    assert f"built {n} rows x {ROW_TOKENS} tokens  ({name}-local-rowtokens{ROW_TOKENS}, loss mask {RULES[family]})" in stdout
     record = yaml.safe_load((built(out, ".build.yaml")).read_text(encoding="utf-8"))
     table, got = read_parquet_rows(built(out, ".parquet"), ROW_TOKENS)
     assert got == expected[:n]
@@ -531,7 +531,7 @@ def test_build_equals_the_reference_rows(families, family, tmp_path, capsys):
         h.update(bytes(mask))
     assert record["rows_sha256"] == h.hexdigest()
     assert record["parquet_sha256"] == hashlib.sha256((built(out, ".parquet")).read_bytes()).hexdigest()
-    assert record["name"] == f"{name}-rowtokens{ROW_TOKENS}" and record["model"] == fam.model
+    assert record["name"] == f"{name}-local-rowtokens{ROW_TOKENS}" and record["model"] == fam.model
     assert record["loss_mask"] == RULES[family]
     assert record["rows"] == n and record["row_tokens"] == ROW_TOKENS and record["seed"] == 42
     assert record["eos_token"] == fam.eos_token and record["eos_token_id"] == fam.eos_id

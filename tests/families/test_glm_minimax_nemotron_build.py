@@ -284,7 +284,7 @@ def test_build_64_sample_rows(dirs, refs, family, tmp_path, capsys):
             "--row-tokens", "1024", "--no-progress"]
     rc, stdout, stderr = run_cli(argv + ["--workers", "1", "--out", str(tmp_path / "a")], capsys)
     assert rc == 0, stderr
-    assert f"built 64 rows x 1024 tokens  ({spec.build_name}-rowtokens1024, loss mask {family})" in stdout
+    assert f"built 64 rows x 1024 tokens  ({spec.build_name}-sample-rowtokens1024, loss mask {family})" in stdout
     record = yaml.safe_load((built(tmp_path / "a", ".build.yaml")).read_text(encoding="utf-8"))
     assert record["eos_token"] == spec.eos_token and record["eos_token_id"] == spec.eos_id
     assert record["renderer"].startswith("native ") and record["pinned"] is False and record["pins"] == {}

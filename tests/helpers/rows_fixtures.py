@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from sftpack import BuildConfig, build
 
 MODEL = "Qwen3.5-122B-A10B"
-NAME = "qwen35-tulu3-fixed8192-v1-rowtokens512"  # the stream's name (inside the files): 512-token rows
+NAME = "qwen35-tulu3-fixed8192-v1-local-rowtokens512"  # the stream's name (inside the files): a local file, 512-token rows
 ROWS, ROW_TOKENS = 6, 512
 STEM = f"{NAME}-rows{ROWS}"  # the files' names: the stream's name and the row count
 WORDS = "apple river stone cloud lamp tiger violet orange paper window garden silver bridge candle forest".split()

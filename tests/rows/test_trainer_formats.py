@@ -66,8 +66,8 @@ def test_convert_writes_what_build_writes(fmt, parquet_build, tmp_path, offline_
     capsys.readouterr()
     converted = tmp_path / "converted" / built.name
     assert converted.read_bytes() == built.read_bytes()
-    # the record beside the converted file describes it, and verifies
-    record = tmp_path / "converted" / parquet_record.name
+    # the record beside the converted file, its own, describes it, and verifies
+    record = tmp_path / "converted" / parquet_record.name.replace(".build.yaml", FORMATS[fmt].replace(".parquet", ".build.yaml"))
     assert main(["verify", str(record), "--rows", str(converted)]) == 0
     assert "VERIFIED" in capsys.readouterr().out
     # the source's record (or a recipe's) declares the parquet file's bytes: shown, not compared; the rows verify
@@ -127,7 +127,7 @@ def test_megatron_bridge_refuses_a_row_whose_document_starts_on_a_target(tmp_pat
     assert main(["convert", str(tmp_path / "rows.parquet"), "--to", "megatron-bridge", str(tmp_path / "mb")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{tmp_path / 'rows.parquet'}: row 0: the token at 4 starts a document" in err
-    assert not [p for p in (tmp_path / "mb").iterdir() if not p.name.startswith(".")]
+    assert not (tmp_path / "mb").exists()  # the --out it created is removed with what it wrote
 
 
 def test_convert_needs_the_provenance_columns(parquet_build, tmp_path, capsys):
@@ -152,3 +152,21 @@ def test_boundaries_that_do_not_fit_the_row_are_one_line(fmt, column, value, par
     pq.write_table(broken.replace_schema_metadata(table.schema.metadata), path)
     with pytest.raises(NotSftpackRows, match=rf"^{re.escape(str(path))}: row 0: {column} \[{value[0]}\] "):
         open_rows_file(path).hash()
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_convert_into_the_sources_directory_never_touches_the_sources_files(fmt, parquet_build, tmp_path, capsys):
+    parquet, parquet_record = parquet_build
+    directory = tmp_path / "here"
+    directory.mkdir()
+    source, source_record = directory / parquet.name, directory / parquet_record.name
+    source.write_bytes(parquet.read_bytes())
+    source_record.write_bytes(parquet_record.read_bytes())
+    before = {p.name: p.read_bytes() for p in directory.iterdir()}
+    for extra in ([], ["--overwrite"]):
+        assert main(["convert", str(source), "--to", fmt, str(directory), *extra]) == 0
+        capsys.readouterr()
+        assert {name: (directory / name).read_bytes() for name in before} == before
+    stem = parquet.name[: -len(".parquet")]
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        [*before, stem + FORMATS[fmt], stem + FORMATS[fmt].replace(".parquet", ".build.yaml")])
