@@ -52,7 +52,7 @@ def summary(record, out: str, suffix: str = ".parquet") -> str:
         f"  conversations {counts.conversations_packed:,} packed of {counts.source_rows_reached:,} reached "
         f"({record.dataset.source_rows:,} in the source); {sum(skipped.values()):,} skipped"
         + (": " + ", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else ""),
-        f"  tokenizer     {record.tokenizer_source}; pins: "
+        f"  tokenizer     {record.tokenizer} ({record.tokenizer_source}); pins: "
         + (", ".join(f"{k} {v}" for k, v in record.pins.items()) or "none"),
         f"  renderer      {record.renderer}",
     ]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sftpack.base.errors import CheckFailed, UsageError
 from sftpack.base.hashing import file_sha256
+from sftpack.base.hub import deadline, is_commit, quiet_hub, within_deadline
 
 # The files besides the pinned ones that a tokenizer directory may hold and a build reads when they are there.
 OPTIONAL_FILES = ("tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")
@@ -75,15 +76,29 @@ def resolve_commit(profile) -> str:
     except Exception as e:  # huggingface_hub raises its HTTP errors, httpx's connection errors, ValueError
         raise UsageError(f"fetch-tokenizer: cannot resolve {profile.hub_repo}@{profile.hub_revision or 'main'} on "
                          f"{_endpoint()} ({type(e).__name__}: {_first_line(e)})") from e
-    if profile.hub_revision and info.sha and info.sha != profile.hub_revision:
+    if not is_commit(info.sha):  # it becomes a path in the download cache: never `../elsewhere`
+        shown = repr(info.sha)[:60]
+        raise UsageError(f"fetch-tokenizer: {profile.hub_repo}@{profile.hub_revision or 'main'}: the hub answered the "
+                         f"commit {shown}, which is not a commit id (40 hex digits); nothing was downloaded")
+    if profile.hub_revision and info.sha != profile.hub_revision:
         raise UsageError(f"fetch-tokenizer: {profile.hub_repo}@{profile.hub_revision} resolved to another commit "
                          f"({info.sha}); the pinned revision must be a commit id")
-    return info.sha or profile.hub_revision
+    return info.sha
+
+
+FETCH_DEADLINE = 600  # seconds for the whole fetch: a few tokenizer files, tens of MB at most
 
 
 def fetch_tokenizer(profile, directory: str | Path) -> tuple[str, list[FetchedFile]]:
-    """Download the profile's tokenizer files into ``directory`` at one commit; ``(commit, files)``.
+    """Download the profile's tokenizer files into ``directory`` at one commit; ``(commit, files)``, within one
+    overall deadline (``SFTPACK_HUB_DEADLINE`` seconds, default 600), huggingface_hub's retry messages silenced.
     Raises :class:`CheckFailed` when a downloaded file does not match its pin (the file is removed)."""
+    with quiet_hub():
+        return within_deadline(lambda: _fetch(profile, directory), deadline(FETCH_DEADLINE),
+                               f"fetch-tokenizer: {profile.hub_repo}@{profile.hub_revision or 'main'}")
+
+
+def _fetch(profile, directory: str | Path) -> tuple[str, list[FetchedFile]]:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 

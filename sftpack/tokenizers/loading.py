@@ -69,8 +69,11 @@ def load_vocab(profile: TokenizerProfile, tokenizer: str | None = None, *, allow
     if profile.offline is not None:
         offline = profile.offline
         vocab = resolve(offline.load)(profile.eos_token)  # loaded first: a vocabulary that cannot load is one error line
-        # once per process for each vocabulary, however many builds or files use it (diff loads two)
-        warn_once(f"{hub_access.offline_reason()}: using {offline.description} (recorded as such)", key=offline.description)
+        # said once per process, however many builds or files use an offline vocabulary (diff loads two); not at
+        # all when HF_HUB_OFFLINE=1 says offline is meant (the build summary and record name the vocabulary)
+        if not hub_access.hub_offline():
+            warn_once(f"{hub_access.offline_reason()}: using {offline.description}; HF_HUB_OFFLINE=1 hides this",
+                      key="offline vocabulary")
         vocab.info.pins = {name: "not checked (offline reconstruction)" for name in profile.pins}
         return vocab
     raise UsageError(f"{profile.model} has no offline vocabulary ({hub_access.offline_reason()}); {directions(profile)}")
@@ -198,7 +201,8 @@ def _load_local(profile: TokenizerProfile, path: Path, description: str | None =
     return vocab
 
 
-def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
+def _download(profile: TokenizerProfile) -> Path:
+    """The profile's tokenizer files from the hub at its pinned revision; the path of the last one."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
@@ -217,6 +221,14 @@ def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
             raise UsageError(f"cannot download {name} from {profile.hub_repo}@{revision}: {e}") from e
     if local is None:
         raise UsageError(f"nothing downloaded from {profile.hub_repo}")
+    return local
+
+
+def _load_hub(profile: TokenizerProfile, allow_unpinned: bool) -> Vocab:
+    revision = profile.hub_revision
+    with hub_access.quiet_hub():
+        local = hub_access.within_deadline(lambda: _download(profile), hub_access.deadline(600),
+                                           f"{profile.hub_repo}@{revision or 'main'}")
     vocab = _load_local(profile, local.parent, f"{profile.hub_repo}@{revision or 'main'}", "hub")
     bad = {f: s for f, s in vocab.info.pins.items() if s != "match" and f not in profile.informational_files}
     if bad and not allow_unpinned:

@@ -129,7 +129,7 @@ def test_a_toy_family_builds_verifies_and_inspects_offline(toy, tmp_path, capsys
                    "--out", str(out), "--workers", "1", "--no-progress"])
         captured = capsys.readouterr()
         assert rc == 0, captured.err
-        assert "the toy vocabulary built into its family" in captured.err  # the offline warning names it
+        assert "tokenizer     the toy vocabulary, built in" in captured.out  # the summary names the vocabulary
         row = pq.read_table(built(out, ".parquet")).to_pylist()[0]
         assert np.frombuffer(row["tokens"], "<i4").tolist() == ids and list(row["loss_mask"]) == mask
         record = yaml.safe_load(built(out, ".build.yaml").read_text())
