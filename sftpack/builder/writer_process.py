@@ -2,12 +2,9 @@
 
 At 16 workers the build's main thread - receiving the workers' results, packing, sending tasks - is the serial
 part of the build, and the parquet writer's threads (gathering, compressing and hashing row groups: about 40 s of
-CPU in a 16-core ``--rows all`` build) shared the GIL with it. With the rows dropped instead of written, the same
-build's loop took 11.8-13.1 s against 15.8-17.4 s with the writer (three pairs in turn, the 16-core host,
-``benchmarks/results/writer_share/writer_process_16_cores.txt``). In a process of its own the writer costs the main thread one copy
-of each row into a shared slot and a small message per batch, and the whole build took 0.95 and 0.97 of the wall
-it took with the writer in the build's process (16 workers, two pairs in turn; on 2 cores of that host, 2 workers,
-0.84 and 1.00).
+CPU in a 16-core ``--rows all`` build) shared the GIL with it: the loop took a quarter less with the rows dropped.
+In a process of its own the writer costs the main thread one copy of each row into a shared slot and a small message
+per batch, and a 16-worker build takes about 0.96 of the wall (``benchmarks/results/writer_share/``).
 
 The parent copies a batch's tokens and masks into a free slot of a shared ring (an anonymous shared map made before
 the fork) and sends the slot number with the batch's provenance (ids, piece arrays, supervised counts) down a
@@ -18,9 +15,9 @@ exception, raised by the next ``write`` or by ``close``; the process ignores SIG
 build (:func:`sftpack.builder.workers.child_signals`); :meth:`WriterProcess.abort` kills it.
 
 A build that never fills a batch writes its rows in its own process at ``close`` (no fork for a few rows), and so
-does one of fewer than PROCESS_ROWS rows or of one worker: 64 and 256 sample rows at 2 workers on 2 cores took 1.04
-and 1.005 of the wall in a process of their own (medians of 5 in turns). ``SFTPACK_WRITER_PROCESS=1`` puts every
-build's writer that fills a batch in a process of its own, ``=0`` none.
+does one of fewer than PROCESS_ROWS rows or of one worker, where the fork costs more than it saves (64 rows at 2
+workers: 1.04 of the wall). ``SFTPACK_WRITER_PROCESS=1`` puts every build's writer that fills a batch in a process
+of its own, ``=0`` none.
 """
 
 from __future__ import annotations
