@@ -44,13 +44,14 @@ class BuildStats:
     fast_before: int = 0  # of those, in chunks already walked past
     unrendered_fields: Counter = field(default_factory=Counter)  # kept conversations per field the template ignores
     unknown_fields: Counter = field(default_factory=Counter)  # kept conversations per message key sftpack does not know
+    through_template: int = 0  # kept conversations the tokenizer's template rendered, with fields the native renderer lacks
 
     def note(self, notes: tuple, strict_id: str | None = None) -> None:
         """Count one kept conversation's notes (``control_text``, ``unrendered_fields:F``, ``unknown_fields:K``);
         ``strict_id``: ``--strict``, which refuses a conversation with a field the rows would not hold."""
         for note in notes:
-            if note == "control_text":
-                self.control_text += 1
+            if note in ("control_text", "through_template"):
+                setattr(self, note, getattr(self, note) + 1)
                 continue
             kind, name = note.split(":", 1)
             if strict_id is not None:
@@ -122,9 +123,12 @@ class Counts(_Section):
     duplicate_ids: int | None = None  # packed conversations whose id an earlier packed one had (absent: none)
     unrendered_fields: dict | None = None  # conversations per message field the chat template wrote nothing of
     unknown_fields: dict | None = None  # conversations per message key sftpack does not know (not rendered)
+    # conversations the tokenizer's template rendered in place of the native renderer (fields it does not write)
+    conversations_through_template: int | None = None
 
     # a --rows N record without duplicates, unrendered or unknown fields stays as it was
-    OPTIONAL = ("tail_tokens_dropped", "duplicate_ids", "unrendered_fields", "unknown_fields")
+    OPTIONAL = ("tail_tokens_dropped", "duplicate_ids", "unrendered_fields", "unknown_fields",
+                "conversations_through_template")
 
 
 @dataclass(frozen=True)
@@ -273,7 +277,8 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
                       tail_tokens_dropped=stats.tail_tokens if every_row else None,
                       duplicate_ids=stats.duplicate_ids or None,
                       unrendered_fields=dict(sorted(stats.unrendered_fields.items())) or None,
-                      unknown_fields=dict(sorted(stats.unknown_fields.items())) or None),
+                      unknown_fields=dict(sorted(stats.unknown_fields.items())) or None,
+                      conversations_through_template=stats.through_template or None),
         tokenizer_files=dict(info.files), tokenizer_source=info.source, pins=dict(info.pins),
         pinned=tokenizer_pinned and dataset_pinned, tokenizer_pinned=tokenizer_pinned, dataset_pinned=dataset_pinned,
         eos_token=vocab.eos_token, eos_token_id=int(vocab.eos_id), renderer=encoder.renderer_description,

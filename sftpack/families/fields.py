@@ -93,10 +93,12 @@ class FieldRouting:
         return render
 
     def notes(self, conversation: Conversation) -> tuple[str, ...]:
-        """``unrendered_fields:FIELD`` for each field the conversation uses that the template does not write, and
-        ``unknown_fields:KEY`` for each message key sftpack does not know."""
+        """``unrendered_fields:FIELD`` for each field the conversation uses that the template does not write,
+        ``unknown_fields:KEY`` for each message key sftpack does not know, and ``through_template`` when the
+        tokenizer's template rendered it in place of the native renderer."""
+        through = conversation.fields - self.native - self.unrendered and self.fallback is not None
         return (tuple(f"unrendered_fields:{f}" for f in sorted(conversation.fields & self.unrendered))
-                + tuple(f"unknown_fields:{k}" for k in conversation.unknown))
+                + tuple(f"unknown_fields:{k}" for k in conversation.unknown) + (("through_template",) if through else ()))
 
 
 EXAMPLE_TOOLS = [{"type": "function", "function": {

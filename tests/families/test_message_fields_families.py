@@ -142,3 +142,24 @@ def test_forged_control_text_never_moves_a_span(encoders, model, texts):
         return
     plain, plain_spans = encoder.prepare(_conversation(*map(_neutral, texts)))
     assert len(text) == len(plain) and spans == plain_spans
+
+
+def test_a_build_records_what_went_through_the_template_and_what_was_not_written(tmp_path, capsys):
+    from sftpack.cli import main
+
+    template = official_template("gemma4.jinja")  # the launch template writes no reasoning
+    directory = save_template_stand_in_dir(tmp_path / "tok", template, "<turn|>", "<bos>")
+    source = tmp_path / "tools.jsonl"
+    plain = {"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello."}]}
+    source.write_text("".join(json.dumps({"id": f"c{k}", **(WEATHER_CONVERSATION if k % 2 else plain)}) + "\n"
+                              for k in range(40)))
+    out = tmp_path / "out"
+    assert main(["build", "--model", "Gemma-4-31B", "--tokenizer", str(directory), "--source", str(source), "--rows",
+                 "2", "--row-tokens", "256", "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    import yaml
+
+    counts = yaml.safe_load(next(out.glob("*.build.yaml")).read_text())["counts"]
+    # every tool conversation went through the template, and its reasoning is counted: the template writes none
+    assert counts["skipped"] == {}
+    assert counts["conversations_through_template"] == counts["unrendered_fields"]["reasoning_content"] > 0
+    assert counts["conversations_through_template"] < counts["conversations_packed"]
