@@ -25,6 +25,9 @@ TRL_FILES = {
     "qwen3_8_training.jinja": ("qwen3_8_training.jinja",
                                "320c2f734288f91c341c1c3c9690e4e6aba07a27852bf88d7c8481c880168288"),
     "qwen3_6.jinja": ("qwen3_6.jinja", "e84f32a23fdda27689f868aa4a1a5621f41133e51a48d7f3efcbea2839574259"),
+    # as shipped by LiquidAI/LFM2.5-230M (with its own {% generation %} markers) and nvidia/NVIDIA-Nemotron-3-Ultra-*
+    "lfm2_2_5.jinja": ("lfm2_2_5.jinja", "6d65c8804847ad74eea912dd7eca3dc1cf7a457b53a77f47d841a14121910963"),
+    "nemotron3_ultra.jinja": ("nemotron_3_ultra.jinja", "82753bef5cedc4932c1ed509b5c9a12be680fd86d1adb65bc3f7398d11c8eebc"),
     # the official Qwen3.5 template with {% generation %} around assistant output and every think block kept
     "qwen3_5_training.jinja": ("qwen3_5_think_training.jinja",
                                "ccf356d8f238e287c047b1ef589850fd6b2b44e6cb29079e26c635fb9b8111ef"),
