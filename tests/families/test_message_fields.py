@@ -222,6 +222,21 @@ def test_the_issue_conversation_builds_with_the_official_render_in_the_rows(tmp_
     assert np.count_nonzero(mask[0]) > 0
 
 
+def test_tool_rows_are_the_same_whatever_the_workers(tmp_path, capsys):
+    from sftpack.cli import main
+
+    source = tmp_path / "mixed.jsonl"
+    rows = [json.dumps({"id": f"{name}-{k}", **conversation}) for k in range(6) for name, conversation in BATTERY]
+    source.write_text("\n".join(rows) + "\n")
+    outputs = []
+    for workers in ("1", "2"):
+        out = tmp_path / f"w{workers}"
+        assert main(["build", "--model", "Qwen3.5-122B-A10B", "--source", str(source), "--rows", "4", "--row-tokens",
+                     "1024", "--out", str(out), "--workers", workers, "--no-progress"]) == 0
+        outputs.append([p.read_bytes() for p in sorted(out.glob("*.parquet"))])
+    assert outputs[0] == outputs[1]
+
+
 def test_a_row_with_two_conversation_shapes_is_refused_in_one_line(tmp_path, capsys):
     from sftpack.cli import main
 
