@@ -72,8 +72,16 @@ SKIP_REASONS = {
     "needs_template": "a field the family's native renderer does not write (say, tool calls), and the tokenizer has "
                       "no chat template to render it with",
     "template_error": "the chat template raises on the conversation, or its turns cannot be placed",
+    "assistant_first": "an assistant message before any user message, rendered through the chat template (Jinja): no "
+                       "prompt precedes what it supervises, and text the template writes before the first message "
+                       "(a BOS, a default system prompt) belongs to no turn",
     "rendered_too_large": "the rendered conversation passes the cap on its characters (encode.MAX_RENDERED_CHARS)",
 }
+
+
+def assistant_first(messages: list) -> bool:
+    """Whether an assistant message comes before any user message (rendered through a chat template, skipped)."""
+    return next((m["role"] for m in messages if m["role"] in ("user", "assistant")), None) == "assistant"
 
 
 class Skip(Exception):

@@ -17,11 +17,11 @@ import numpy as np
 
 from sftpack.base.errors import UsageError
 from sftpack.base.refs import resolve
-from sftpack.families.conversation import FIELDS, Conversation, Skip, check_conversation
+from sftpack.families.conversation import FIELDS, Conversation, Skip, assistant_first, check_conversation
 from sftpack.families.fields import FieldRouting, written_fields
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
-from sftpack.families.jinja import RenderTooLarge
+from sftpack.families.jinja import JinjaRenderer, RenderTooLarge
 from sftpack.families.template_vars import jinja_variables, options_text, unpinned_clock
 from sftpack.families.render import Renderer, TemplateError
 from sftpack.tokenizers.backend import trie_pattern
@@ -64,6 +64,8 @@ class ConversationEncoder:
     def examine(self, conversation) -> tuple[str, list[tuple[int, int]], Conversation]:
         """Rendered text, its supervised character spans and the checked conversation, or :class:`Skip`."""
         checked = check_conversation(conversation)
+        if isinstance(self.render, JinjaRenderer) and assistant_first(checked.messages):
+            raise Skip("assistant_first", "an assistant message comes before any user message")
         try:
             rendered = close_final_turn(self.routing.renderer(self.render, checked)(checked.messages), self.rule)
         except RenderTooLarge as e:

@@ -49,6 +49,7 @@ class TemplateFacts:
     strips_content: bool
     reasoning: str  # how a content "<think>...</think>answer" is written
     reasoning_closer: str  # the text that closes a reasoning block ("" when the template writes none)
+    trailer: str = ""  # what the template writes after a conversation's last turn only (Phi-3.5's eos_token)
 
 
 @dataclass(frozen=True)
@@ -58,18 +59,39 @@ class Inferred:
 
 
 class TemplateRunner:
-    """A chat template compiled the way transformers compiles it, rendered with or without the generation prompt."""
+    """A chat template compiled the way transformers compiles it, rendered with or without the generation prompt.
+    Text the template writes only at a conversation's very end, after its last turn and never before a generation
+    prompt (Phi-3.5's ``eos_token``: :attr:`trailer`), is left out of a render without one: it belongs to no turn."""
 
     def __init__(self, template: str, variables: dict | None = None):
         self.template = template
         self._compiled = compile_template(template)
         self.variables = dict(variables or {})
+        self.trailer = ""
+        self.trailer = self._trailer()
 
     def __call__(self, messages: list, add_generation_prompt: bool = False) -> str:
         try:
-            return self._compiled.render(messages=messages, add_generation_prompt=add_generation_prompt, **self.variables)
+            text = self._compiled.render(messages=messages, add_generation_prompt=add_generation_prompt, **self.variables)
         except Exception as e:  # jinja2 errors, raise_exception(...), TypeError in filters
             raise TemplateError(str(e)) from e
+        if self.trailer and not add_generation_prompt and text.endswith(self.trailer):
+            return text[: len(text) - len(self.trailer)]
+        return text
+
+    def _trailer(self) -> str:
+        """What ends a prompt but is gone once the generation prompt or an answer follows, and ends the answered
+        conversation too (``<|user|>\\nq<|end|>\\n<|endoftext|>`` / ``...<|assistant|>\\n``)."""
+        prompt = [_user(USER_1)]
+        try:
+            plain, generation, answered = self(prompt), self(prompt, True), self([*prompt, _assistant(ANSWER_1)])
+        except TemplateError:
+            return ""
+        tail = plain[len(common_prefix(plain, generation)):]
+        if not tail.strip() or generation.startswith(plain) or not answered.endswith(tail):
+            return ""
+        before = plain[: len(plain) - len(tail)]
+        return tail if answered.startswith(before) and generation.startswith(before) else ""
 
 
 def _user(content):
@@ -131,7 +153,8 @@ def _probe(render: TemplateRunner) -> dict:
         user_header = None  # the template refuses two user messages in a row; found from the history turn instead
     for name, text in turns.items():
         if ANSWER_1 not in text:
-            raise InferenceError(f"the template does not write an assistant message's content ({name} probe)")
+            raise InferenceError(f"the template does not write an assistant message's text content (user {USER_1!r}, "
+                                 f"assistant {ANSWER_1!r}): it reads content only as a list of parts")
     return {"prompt": prompt, "generation": generation, "user_header": user_header, **turns}
 
 
@@ -225,13 +248,13 @@ def infer_rule(template: str, name: str, variables: dict | None = None) -> Infer
     rule = MaskRule(name=name, role="assistant", header=header, skip_after_header=skip,
                     end_of_turn=tuple(ends["end_of_turn"]) if isinstance(ends["end_of_turn"], list) else ends["end_of_turn"],
                     after_end_of_turn=ends["after_end_of_turn"], final_turn_end=ends["final_turn_end"],
-                    example={"turn": example_turn, "supervised_chars": supervised})
+                    example={"turn": example_turn + render.trailer, "supervised_chars": supervised})
     padded = probe["padded"]
     facts = TemplateFacts(
         generation_prompt=probe["generation"], user_header=user_header, assistant_turn=example_turn,
         final_end=final_end, history_end=history_end, convention=convention,
         strips_content=f"  {ANSWER_1}" not in padded and f"{ANSWER_1}\n\n" not in padded,
-        reasoning=reasoning, reasoning_closer=closer)
+        reasoning=reasoning, reasoning_closer=closer, trailer=render.trailer)
     return Inferred(rule, facts)
 
 
@@ -252,7 +275,10 @@ def rule_yaml(inferred: Inferred, source: str, proof: str) -> str:
                f"{'strips' if facts.strips_content else 'keeps'} the whitespace around an answer; {facts.reasoning}. "
                "Each assistant turn is supervised from just after its header (and the longest skipped text that "
                "follows it: the rest of the generation prompt) through its end-of-turn marker and separator: what the "
-               f"model writes after the generation prompt. {proof[:1].upper() + proof[1:]}.")
+               "model writes after the generation prompt. "
+               + (f"The template ends every conversation with {facts.trailer!r} after its last turn (never before a "
+                  "generation prompt): it belongs to no turn and is not supervised, as the example's turn shows. "
+                  if facts.trailer else "") + f"{proof[:1].upper() + proof[1:]}.")
     lines = [*("# " + line for line in textwrap.wrap(comment, 114, break_long_words=False, break_on_hyphens=False)),
         f"name: {rule.name}",
         "role: assistant",

@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from sftpack.base.errors import UsageError
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.infer import TemplateRunner, common_prefix
+from sftpack.families.conversation import assistant_first
 from sftpack.families.jinja import ControlTextRewrite, JinjaRenderer
 from sftpack.families.profiles import MaskRule, list_mask_rules, load_mask_rule
 from sftpack.families.render import TemplateError
 
 SAMPLE_CONVERSATIONS = 64  # of the bundled sample, in file order
+MIN_PROVED = 12  # a rule proved on fewer conversations has been shown too few turns: refused
 
 
 class ProofFailure(UsageError):
@@ -48,9 +50,10 @@ class ProofReport:
     skipped: dict = field(default_factory=dict)  # reason -> count
 
     def line(self) -> str:
-        skipped = sum(self.skipped.values())
+        """What was checked, and what was not: the conversations the build skips too, by the reason it counts."""
+        unchecked = [f"{n} {reason}" for reason, n in sorted(self.skipped.items())]
         return (f"proved on {self.conversations} conversations ({self.turns} assistant turns)"
-                + (f"; {skipped} refused by the template, as a build skips them" if skipped else ""))
+                + (f"; not checked: {', '.join(unchecked)} (skipped so by a build through the template)" if unchecked else ""))
 
 
 def _c(*pairs):
@@ -137,15 +140,20 @@ def prove(render: TemplateRunner, rule: MaskRule, conversations: list, extra: tu
     neutral = [t for t in control_texts([*known_rules(), rule], extra) if "think>" not in t]
     report = ProofReport()
     for name, messages in conversations:
+        if assistant_first(messages):  # the build skips them (assistant_first): nothing to prove
+            report.skipped["assistant_first"] = report.skipped.get("assistant_first", 0) + 1
+            continue
         try:
             _prove_one(render, jinja, rule, messages, neutral, report)
-        except TemplateError as e:
-            reason = str(e).split(":")[0][:80]
-            report.skipped[reason] = report.skipped.get(reason, 0) + 1
+        except TemplateError:
+            report.skipped["template_error"] = report.skipped.get("template_error", 0) + 1
             continue
         except _Refused as e:
             raise ProofFailure(f"rule {rule.name!r} is refused on conversation {name!r}: {e}") from None
         report.conversations += 1
+    if report.conversations < MIN_PROVED:
+        raise ProofFailure(f"rule {rule.name!r} is refused: {report.line()}, fewer than the {MIN_PROVED} conversations "
+                           "a proof needs")
     return report
 
 

@@ -110,7 +110,7 @@ def test_the_worked_example_is_the_shipped_one():
 @pytest.mark.parametrize("template, message", [
     ("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}", "has no generation prompt"),
     ("{% for m in messages %}<|{{ m.role }}|>{% if m.role != 'assistant' %}{{ m.content }}{% endif %}<|end|>{% endfor %}"
-     "{% if add_generation_prompt %}<|assistant|>{% endif %}", "does not write an assistant message's content"),
+     "{% if add_generation_prompt %}<|assistant|>{% endif %}", "does not write an assistant message's text content"),
     ("{{ raise_exception('no') }}", "raises on a probe conversation: no"),
 ])
 def test_a_template_the_probes_cannot_read_is_one_line(template, message):
