@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,8 @@ def build(source: Path, rows: str, out: Path, extra: list[str], env: dict) -> di
     """One build in a process of its own: wall, tokens, the record's hashes and the memory of its processes."""
     cmd = [sys.executable, "-m", "sftpack", "build", "--model", MODEL, "--source", str(source), "--rows", rows,
            "--out", str(out), "--overwrite", "--no-progress", *extra]
+    timings = out.parent / f"{out.name}-timings.json"
+    env = {**env, "SFTPACK_TIMINGS": str(timings)}
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env, cwd=HERE.parent)
     sampler = MemorySampler(proc.pid)
@@ -47,20 +50,39 @@ def build(source: Path, rows: str, out: Path, extra: list[str], env: dict) -> di
     record = yaml.safe_load(record_path.read_text())
     (rows_file,) = out.glob("*.parquet")
     return {"wall_s": wall, "tokens": record["counts"]["total_tokens"], "rows": record["rows"],
-            "rows_sha256": record["rows_sha256"], "parquet": rows_file.read_bytes(), "memory": memory}
+            "rows_sha256": record["rows_sha256"], "parquet": rows_file.read_bytes(), "memory": memory,
+            "timings": json.loads(timings.read_text())["parent"]}
 
 
-def workers_memory() -> int:
-    """The peak VmHWM of the cluster's worker processes (titled ``ray::IDLE`` once their tasks are done), summed."""
-    total = 0
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith((b"ray::IDLE", b"ray::encode_range")):
-                status = (proc / "status").read_text()
-                total += int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) * 1024
-        except (OSError, StopIteration):
-            continue
-    return total
+class WorkersSampler:
+    """The peak of the summed RSS of the cluster's worker processes (titled ``ray::...`` by Ray: ``ray::IDLE``, or
+    the task they run), sampled while a build runs: they end with the driver's job."""
+
+    def __init__(self, interval: float = 0.05):
+        self.peak, self.interval = 0, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            for proc in Path("/proc").iterdir():
+                try:
+                    if proc.name.isdigit() and (proc / "cmdline").read_bytes().startswith((b"ray::IDLE",
+                                                                                           b"ray::encode_range")):
+                        status = (proc / "status").read_text()
+                        total += int(next(line.split()[1] for line in status.splitlines()
+                                          if line.startswith("VmRSS:"))) * 1024
+                except (OSError, StopIteration):
+                    continue
+            self.peak = max(self.peak, total)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 def main() -> None:
@@ -91,13 +113,22 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             for _ in range(args.pairs):
                 local = build(source, args.rows, Path(tmp) / "local", ["--workers", str(args.cpus)], env)
+                workers = WorkersSampler()
                 on_ray = build(source, args.rows, Path(tmp) / "ray", ["--ray", cluster.address], env)
-                on_ray["workers_peak_bytes"] = workers_memory()
+                on_ray["workers_peak_bytes"] = workers.stop()
                 assert on_ray["parquet"] == local["parquet"], "the Ray build's rows file is not the local build's"
                 pairs.append((local, on_ray))
     finally:
         cluster.shutdown()
     report(pairs, args)
+
+
+def phases(t: dict) -> str:
+    """The build process's wall by phase (``SFTPACK_TIMINGS``): before its loop, the loop, the end."""
+    after = ("loop_s", "close_s", "commit_s", "result_wait_s")
+    before = sum(v for k, v in t.items() if k.endswith("_s") and k not in after and not k.startswith("writer_"))
+    return (f"before the loop {before:.2f} s, loop {t.get('loop_s', 0):.2f} s (waiting for results "
+            f"{t.get('result_wait_s', 0):.2f} s), close and commit {t.get('close_s', 0) + t.get('commit_s', 0):.2f} s")
 
 
 def report(pairs: list, args) -> None:
@@ -116,6 +147,8 @@ def report(pairs: list, args) -> None:
               f"{gib(rm['parent'].get('VmRSS', 0))} (anonymous {gib(rm['parent'].get('RssAnon', 0))}), driver and its "
               f"writer (PSS) {gib(rm['pss_own'])}; the cluster's encoding workers, peaks summed "
               f"{gib(on_ray['workers_peak_bytes'])}")
+        for name, b in (("local", local), ("ray", on_ray)):
+            print(f"  {name} phases: {phases(b['timings'])}")
         print(f"  ratio ray / local: {rate['ray'] / rate['local']:.3f} of the Mtok/s")
         out.append({"local": {k: v for k, v in local.items() if k != "parquet"},
                     "ray": {k: v for k, v in on_ray.items() if k != "parquet"}, "ratio": rate["ray"] / rate["local"]})

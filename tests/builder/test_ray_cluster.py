@@ -112,14 +112,14 @@ def ray_tasks_running() -> list[int]:
 
 
 def test_a_task_whose_worker_is_killed_is_retried_with_the_same_bytes(cluster, tmp_path, monkeypatch):
-    monkeypatch.setenv("SFTPACK_RAY_TASK", "256")
+    monkeypatch.setenv("SFTPACK_RAY_TASK", "1024")  # the whole sample in 3 tasks of a second or more each
     killed: list[int] = []
     done = threading.Event()
 
     def kill_one_task():
         while not done.is_set() and not killed:
             for pid in ray_tasks_running():
-                os.kill(pid, signal.SIGKILL)  # mid-task: the first task of a worker loads the tokenizer for seconds
+                os.kill(pid, signal.SIGKILL)  # mid-task
                 killed.append(pid)
                 break
             time.sleep(0.01)
@@ -127,14 +127,14 @@ def test_a_task_whose_worker_is_killed_is_retried_with_the_same_bytes(cluster, t
     killer = threading.Thread(target=kill_one_task)
     killer.start()
     try:
-        clustered = build(BuildConfig(model="Qwen3.5-122B-A10B", source="sample", rows=64, row_tokens=2048,
+        clustered = build(BuildConfig(model="Qwen3.5-122B-A10B", source="sample", rows="all", row_tokens=2048,
                                       out=str(tmp_path / "ray"), ray=cluster, progress=False))
     finally:
         done.set()
         killer.join()
     assert killed, "no encoding task was seen running"
-    local = build(BuildConfig(model="Qwen3.5-122B-A10B", source="sample", rows=64, row_tokens=2048,
-                              out=str(tmp_path / "local"), workers=1, progress=False))
+    local = build(BuildConfig(model="Qwen3.5-122B-A10B", source="sample", rows="all", row_tokens=2048,
+                              out=str(tmp_path / "local"), workers=2, progress=False))
     assert outputs(clustered) == outputs(local)
 
 

@@ -62,7 +62,7 @@ def test_a_ready_tokenizer_or_source_cannot_go_to_a_cluster(tmp_path):
 
 
 def test_a_node_whose_tokenizer_is_not_the_drivers_refuses(tmp_path):
-    from sftpack.builder.cluster.tasks import Work, fingerprint, ready
+    from sftpack.builder.cluster.tasks import Load, Work, fingerprint, ready
     from sftpack.families.encode import make_encoder
     from sftpack.families.profiles import load_profile
     from sftpack.sources import open_source
@@ -74,9 +74,10 @@ def test_a_node_whose_tokenizer_is_not_the_drivers_refuses(tmp_path):
         driver = list(fingerprint(profile, encoder, open_source("sample")))
         other = ("the tokenizer", ("another tokenizer.json", {"tokenizer.json": "0" * 64}, "<|im_end|>"))
         driver[2] = other  # what a driver that loaded other tokenizer files would expect
-        work = Work("build-1", MODEL, None, False, "auto", "sample", None, False, tuple(driver))
+        work = Work(Load("build-1", MODEL, None, False, "auto", "sample", None, False), tuple(driver))
         with pytest.raises(UsageError, match=r"^the tokenizer this node loads is not the driver's \(.*every node must"):
             ready(work)
         driver[2] = fingerprint(profile, encoder, open_source("sample"))[2]
-        encoder_again, source = ready(Work("build-2", MODEL, None, False, "auto", "sample", None, False, tuple(driver)))
+        load = Load("build-2", MODEL, None, False, "auto", "sample", None, False)
+        encoder_again, source = ready(Work(load, tuple(driver)))
         assert len(source) == 3000 and encoder_again.renderer_description == encoder.renderer_description

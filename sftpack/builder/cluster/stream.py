@@ -21,7 +21,7 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.builder.chunks import ChunkResult
 from sftpack.builder.cluster.connect import named
-from sftpack.builder.cluster.tasks import Work, encode_range, fingerprint
+from sftpack.builder.cluster.tasks import Load, Work, encode_range, fingerprint, warm
 from sftpack.families.encode import ConversationEncoder
 from sftpack.sources.base import Source
 
@@ -57,19 +57,18 @@ class RayEncoding:
         self.ray, self.config, self.profile = ray, config, profile
         self.where = named(config.ray)
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        self.tasks = 0  # submitted, for the benchmark's report
-
-    def work(self, encoder: ConversationEncoder, source: Source) -> Work:
-        config = self.config
-        return Work(uuid.uuid4().hex, config.model, config.tokenizer, config.allow_unpinned, config.tokenizer_backend,
-                    config.source, config.dataset_revision, config.sharegpt, fingerprint(self.profile, encoder, source))
+        self.load = Load(uuid.uuid4().hex, config.model, config.tokenizer, config.allow_unpinned,
+                         config.tokenizer_backend, config.source, config.dataset_revision, config.sharegpt)
+        # one per CPU, sent before the driver loads its own tokenizer: the workers' start-up overlaps the driver's
+        warming = ray.remote(warm).options(num_cpus=1, max_retries=0)
+        self.warming = [warming.remote(self.load) for _ in range(min(self.cpus, MAX_WINDOW))]
 
     def __call__(self, encoder: ConversationEncoder, source: Source, order: np.ndarray, workers: int, walk,
                  seconds: Counter | None = None, lead: int = 0) -> Iterator[tuple]:
         """``workers`` and ``lead`` are the local build's (the cluster's CPUs encode here)."""
         ray, seconds = self.ray, seconds if seconds is not None else Counter()
         remote = ray.remote(encode_range).options(num_cpus=1, max_retries=RETRIES, retry_exceptions=False)
-        work = ray.put(self.work(encoder, source))
+        work = ray.put(Work(self.load, fingerprint(self.profile, encoder, source)))
         size = task_size(len(order), self.cpus)
         ranges = iter(range(0, len(order), size))
         pending: deque = deque()
@@ -78,7 +77,6 @@ class RayEncoding:
             start = next(ranges, None)
             if start is not None:
                 pending.append(remote.remote(work, order[start : start + size]))
-                self.tasks += 1
 
         try:
             for _ in range(min(TASKS_PER_CPU * self.cpus, MAX_WINDOW)):
@@ -90,7 +88,7 @@ class RayEncoding:
                 submit()
                 yield self._consume(result, walk, seconds)
         finally:
-            for ref in pending:  # the rows are complete, or the build failed: the rest is not needed
+            for ref in [*pending, *self.warming]:  # the rows are complete, or the build failed: the rest is not needed
                 ray.cancel(ref)
 
     @staticmethod

@@ -1,12 +1,12 @@
-"""What a Ray task of a build runs: a contiguous range of the seeded permutation, read and encoded in chunks by the
-very steps a local worker runs (:func:`~sftpack.builder.chunks.encode_chunk`), returned as the same
+"""What a Ray task of a build runs: a contiguous range of the seeded permutation, read and encoded as one chunk by
+the very steps a local worker runs (:func:`~sftpack.builder.chunks.encode_chunk`), returned as the same
 :class:`~sftpack.builder.chunks.ChunkResult`: each conversation's token, mask and length arrays and its skip, if
 any. Nothing in a result depends on the node, the worker or the attempt, so a retried task gives the same bytes.
 
-A worker process makes the build's encoder and opens its source with its first task and keeps them for the next
-ones (Ray reuses its worker processes), then checks that what it made is what the driver made: the same profile,
-rule, tokenizer files, renderer and source size. A node that sees another tokenizer or another source file refuses
-with one line instead of writing other rows.
+A worker process makes the build's encoder and opens its source once (a :func:`warm` task sent as the driver
+starts, or its first task) and keeps them for the next tasks (Ray reuses its worker processes), then checks that
+what it made is what the driver made: the same profile, rule, tokenizer files, renderer and source size. A node that
+sees another tokenizer or another source file refuses with one line instead of writing other rows.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from sftpack.tokenizers.loading import load_vocab
 
 
 @dataclass(frozen=True)
-class Work:
-    """How a worker makes the build's encoder and source (the build's own options), and what the driver made of
-    them (:func:`fingerprint`)."""
+class Load:
+    """How a worker makes the build's encoder and source: the build's own options."""
 
     key: str  # the build's (the driver makes it): a worker keeps one build's encoder and source
     model: str
@@ -38,6 +37,13 @@ class Work:
     source: str
     revision: str | None
     sharegpt: bool
+
+
+@dataclass(frozen=True)
+class Work:
+    """A build's :class:`Load`, and what the driver made of it (:func:`fingerprint`)."""
+
+    load: Load
     expected: tuple
 
 
@@ -52,24 +58,43 @@ def fingerprint(profile: Profile, encoder: ConversationEncoder, source: Source) 
             ("the source", (len(source), source.info)))
 
 
-_READY: dict[str, tuple[ConversationEncoder, Source]] = {}  # this worker process's encoder and source
+_LOADED: dict[str, tuple] = {}  # this worker process's (profile, encoder, source), for one build
+_CHECKED: set[str] = set()  # the builds whose driver's fingerprint this process's encoder and source matched
+
+
+def loaded(load: Load) -> tuple:
+    """``(profile, encoder, source)`` of ``load``, made by this process's first task of the build and kept."""
+    if load.key not in _LOADED:
+        _LOADED.clear()  # another build's: a worker serves one build at a time
+        profile = load_profile(load.model)
+        vocab = load_vocab(profile, load.tokenizer, allow_unpinned=load.allow_unpinned)
+        vocab.use_backend(load.backend)
+        source = open_source(load.source, revision=load.revision, sharegpt=load.sharegpt)
+        _LOADED[load.key] = profile, make_encoder(profile, vocab), source
+    return _LOADED[load.key]
+
+
+def warm(load: Load) -> None:
+    """Make the build's encoder and source in this worker process while the driver makes its own (the tokenizer's
+    start-up, seconds, then overlaps the driver's instead of following it). A failure here is left for the first
+    task, which makes them again and reports it."""
+    try:
+        loaded(load)
+    except Exception:
+        pass
 
 
 def ready(work: Work) -> tuple[ConversationEncoder, Source]:
-    """The encoder and source of ``work``, made by this process's first task and checked against the driver's."""
-    if work.key not in _READY:
-        _READY.clear()  # another build's: a worker serves one build at a time
-        profile = load_profile(work.model)
-        vocab = load_vocab(profile, work.tokenizer, allow_unpinned=work.allow_unpinned)
-        vocab.use_backend(work.backend)
-        encoder = make_encoder(profile, vocab)
-        source = open_source(work.source, revision=work.revision, sharegpt=work.sharegpt)
+    """The encoder and source of ``work``, checked against the driver's."""
+    profile, encoder, source = loaded(work.load)
+    if work.load.key not in _CHECKED:
         for (what, mine), (_, driver) in zip(fingerprint(profile, encoder, source), work.expected):
             if mine != driver:
                 raise UsageError(f"{what} this node loads is not the driver's ({_short(mine)} against "
                                  f"{_short(driver)}): every node must see the same files")
-        _READY[work.key] = encoder, source
-    return _READY[work.key]
+        _CHECKED.clear()
+        _CHECKED.add(work.load.key)
+    return encoder, source
 
 
 def encode_range(work: Work, indices: np.ndarray) -> ChunkResult:
