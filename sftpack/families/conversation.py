@@ -124,17 +124,29 @@ def check_conversation(conversation) -> Conversation:
         raise Skip("messages_empty", "`messages` is empty")
     fields, unknown = set(), set()
     clean = [_message(i, message, fields, unknown) for i, message in enumerate(conversation)]
-    roles = [m["role"] for m in clean]
+    roles = {m["role"] for m in clean}
     if "user" not in roles:
         raise Skip("no_user_message", "no message has role 'user'")
     if "assistant" not in roles:
         raise Skip("no_assistant_message", "no message has role 'assistant'")
     if tools:
         fields.add("tools")
-    return Conversation(clean, tools, frozenset(fields), tuple(sorted(unknown)))
+    return Conversation(clean, tools, frozenset(fields) if fields else _NONE, tuple(sorted(unknown)) if unknown else ())
+
+
+_NONE = frozenset()
+
+
+_PLAIN_ROLES = frozenset(("user", "assistant", "system"))
 
 
 def _message(i: int, message, fields: set, unknown: set) -> dict:
+    # Tulu's {role, content}, the common case, checked in a few lookups (the full check took 4x as long per
+    # conversation of the bundled sample: 36 against 8 µs)
+    if type(message) is dict and len(message) == 2:
+        role, content = message.get("role"), message.get("content")
+        if type(content) is str and role in _PLAIN_ROLES and (i == 0 or role != "system"):
+            return {"role": role, "content": content}
     if not isinstance(message, dict):
         raise Skip("message_not_object", f"messages[{i}] is a {type(message).__name__}")
     role = message.get("role")
@@ -219,6 +231,8 @@ def _tool_call(where: str, call) -> dict:
     arguments = {} if arguments is None else arguments
     if not isinstance(arguments, dict):
         raise Skip("tool_calls_invalid", f"{where}.function.arguments is {_what(arguments)}, not an object")
+    if not _is_json(arguments):  # a table's timestamp or bytes: no template can write it
+        raise Skip("tool_calls_invalid", f"{where}.function.arguments holds a value that is not JSON")
     out = {"type": "function", "function": {"name": name, "arguments": arguments}}
     if call.get("id") is not None:
         if not isinstance(call["id"], str):
@@ -238,7 +252,17 @@ def _tools(tools) -> list | None:
         return None
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
         raise Skip("tools_invalid", f"`tools` is {_what(tools)}, not a list of objects")
+    if not _is_json(tools):
+        raise Skip("tools_invalid", "`tools` holds a value that is not JSON")
     return tools
+
+
+def _is_json(value) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def _fields_of(message: dict) -> list[str]:

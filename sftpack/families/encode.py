@@ -52,7 +52,10 @@ class ConversationEncoder:
         if not self.control_text:
             return False
         checked = messages if isinstance(messages, Conversation) else check_conversation(messages)
-        contents = "\x00".join(_texts(checked))
+        if checked.fields:
+            contents = "\x00".join(_texts(checked))
+        else:  # role and content alone (the common case)
+            contents = "\x00".join(m["content"] for m in checked.messages)
         # a substring test per first character (memchr-fast) skips the regex for most conversations
         return any(c in contents for c in self._control_first) and self._control_re.search(contents) is not None
 

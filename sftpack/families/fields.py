@@ -81,6 +81,8 @@ class FieldRouting:
 
     def renderer(self, render: Renderer, conversation: Conversation) -> Callable:
         """``messages -> Rendered`` for ``conversation``: ``render`` itself, or the fallback; or :class:`Skip`."""
+        if not conversation.fields:  # role and content alone (the common case)
+            return render
         extra = conversation.fields - self.native - self.unrendered
         takes_tools = self.native_tools
         if extra:
@@ -96,6 +98,8 @@ class FieldRouting:
         """``unrendered_fields:FIELD`` for each field the conversation uses that the template does not write,
         ``unknown_fields:KEY`` for each message key sftpack does not know, and ``through_template`` when the
         tokenizer's template rendered it in place of the native renderer."""
+        if not conversation.fields and not conversation.unknown:
+            return ()
         through = conversation.fields - self.native - self.unrendered and self.fallback is not None
         return (tuple(f"unrendered_fields:{f}" for f in sorted(conversation.fields & self.unrendered))
                 + tuple(f"unknown_fields:{k}" for k in conversation.unknown) + (("through_template",) if through else ()))

@@ -302,3 +302,17 @@ def _gpt_oss_template():
     from transformers.utils.chat_template_utils import _compile_jinja_template
 
     return _compile_jinja_template(official_template("gpt_oss.jinja"))
+
+
+def test_values_no_template_can_write_are_refused_by_field():
+    import datetime
+
+    call = {"function": {"name": "f", "arguments": {"when": datetime.date(2025, 1, 1)}}}
+    for conversation, reason in (
+        ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "", "tool_calls": [call]}], "tool_calls_invalid"),
+        ({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}],
+          "tools": [{"type": "function", "function": {"name": "f", "x": b"\x00"}}]}, "tools_invalid"),
+    ):
+        with pytest.raises(Skip) as info:
+            check_conversation(conversation)
+        assert info.value.reason == reason and "not JSON" in info.value.detail
