@@ -23,4 +23,6 @@ def run(args) -> int:
         print(json.dumps(figures, indent=2))
     else:
         print(f"{figures['rows_sha256']}  {args.rows}")
+        if figures.get("boundaries"):  # a trainer's layout: what it reads as documents was checked too
+            print(f"  {figures['boundaries']}")
     return 0

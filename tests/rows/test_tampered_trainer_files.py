@@ -106,6 +106,8 @@ def test_the_good_file_reads_and_hash_says_the_boundaries_were_checked(fmt, caps
     # hand-made rows (tests/helpers/tampered_trainer_files.py): the same two rows in both formats
     rc, other, _ = cli(capsys, "hash", DIRECTORY / f"good{SUFFIX['trl' if fmt != 'trl' else 'megatron-bridge']}")
     assert out.split()[0] == other.split()[0]
+    assert out.splitlines()[1] == (f"  {COLUMNS[fmt][0]} checked in every row: the {LAYOUT[fmt]} document boundaries "
+                                   "equal the provenance's conversation starts")
     rc, out, err = cli(capsys, "hash", DIRECTORY / f"good{SUFFIX[fmt]}", "--json")
     assert rc == 0 and f"{COLUMNS[fmt][0]} checked in every row" in json.loads(out)["boundaries"]
 
