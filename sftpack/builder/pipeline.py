@@ -247,6 +247,9 @@ def _check_row_count(written: int, stats: BuildStats, rows, row_tokens: int) -> 
         raise UsageError(f"--rows all: the source holds no full row ({stats.tail_tokens:,} tokens, "
                          f"{stats.rows_dropped_unsupervised} rows without targets; a row is {row_tokens:,} tokens)"
                          + _top_skips(stats))
+    if stats.reached == 0:
+        raise UsageError(f"the source holds no rows (asked for {rows}): nothing to build; give a source with "
+                         "conversations in it")
     if rows != ALL and written < rows:
         raise UsageError(f"source exhausted after {written} rows (asked for {rows})" + _top_skips(stats))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -32,10 +33,14 @@ class Clock:
 
         parent = {**self.phases, **{k: v for k, v in self.seconds.items() if not k.startswith("worker_")},
                   **{f"writer_{k}": v for k, v in writer.timings.items()}}
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump({"workers": workers, "parent": parent,
-                       "workers_total": {k: v for k, v in self.seconds.items() if k.startswith("worker_")},
-                       "tokens": record.counts.total_tokens, "rows": record.rows}, f, indent=1)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"workers": workers, "parent": parent,
+                           "workers_total": {k: v for k, v in self.seconds.items() if k.startswith("worker_")},
+                           "tokens": record.counts.total_tokens, "rows": record.rows}, f, indent=1)
+        except OSError as e:  # the outputs are in place: a timing file that cannot be written is no failed build
+            logging.getLogger("sftpack").warning(f"SFTPACK_TIMINGS {path}: cannot write it ({e.strerror or e}); the "
+                                                 "build is complete")
 
 
 class Progress:

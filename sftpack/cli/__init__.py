@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import traceback
 
 from sftpack.base.arguments import command_line
 from sftpack.base.errors import CheckFailed, UsageError, one_line
+from sftpack.base.refs import close_matches, did_you_mean
 from sftpack.base.version import sftpack_version
 from sftpack.builder import interrupts
 from sftpack.cli import (
@@ -35,9 +37,35 @@ COMMANDS = (build, models, new_model, fetch_tokenizer, hash, convert, encode, ve
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse's own usage errors: one line, exit 2
-        print(f"sftpack: error: {one_line(message)} (see `{self.prog} --help`)", file=sys.stderr)
+    def error(self, message):  # argparse's own usage errors: one line, exit 2, with a "did you mean"
+        print(f"sftpack: error: {one_line(message + self._suggestion(message), 4000)} (see `{self.prog} --help`)",
+              file=sys.stderr)
         raise SystemExit(2)
+
+    def parse_args(self, args=None, namespace=None):
+        args, extras = self.parse_known_args(args, namespace)
+        if extras:  # named by the command whose flags they miss, with the flags they were likely meant to be
+            command = self._commands().get(getattr(args, "command", None), self)
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+        return args
+
+    def _commands(self) -> dict:
+        actions = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        return dict(actions[0].choices) if actions else {}
+
+    def _suggestion(self, message: str) -> str:
+        """What an unknown subcommand or flag was likely meant to be (argparse lists the choices itself)."""
+        choice = re.search(r"invalid choice: '([^']*)'", message)
+        if choice and message.startswith("argument COMMAND"):
+            return did_you_mean(choice[1], self._commands())
+        if message.startswith("unrecognized arguments: "):
+            flags = [a for a in self._option_string_actions if a.startswith("--") and a not in ("--help", "--version")]
+            wrong = [word.split("=")[0] for word in message.split()[2:] if word.startswith("-")]
+            hints = [(w, " or ".join(m)) for w in wrong if (m := close_matches(w, flags))]
+            if len(hints) == 1:
+                return f"; did you mean {hints[0][1]}?"
+            return f"; did you mean {', '.join(f'{m} for {w}' for w, m in hints)}?" if hints else ""
+        return ""
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -67,7 +95,8 @@ def _one_line(kind: str, error: BaseException) -> None:
     # SFTPACK_DEBUG=1: the traceback (with its chained causes) too, for a bug report
     if os.environ.get("SFTPACK_DEBUG", "") not in ("", "0"):
         traceback.print_exception(error, file=sys.stderr)
-    print(f"sftpack: {kind}: {one_line(error)}", file=sys.stderr)  # one printable line, whatever the cause says
+    limit = 4000 if getattr(error, "whole", False) else 400  # a known list is given whole, never cut mid-name
+    print(f"sftpack: {kind}: {one_line(error, limit)}", file=sys.stderr)  # one printable line, whatever it says
 
 
 def main(argv=None) -> int:
@@ -97,6 +126,7 @@ def _run(argv) -> int:
 def _run_command(argv) -> int:
     try:
         args = make_parser().parse_args(argv)
+        _RUNNING[:] = [args.command]
         code = args.func(args)
         interrupts.check()  # a signal whose raise was lost in a finalizer, see sftpack.builder.interrupts
         return code
@@ -123,8 +153,15 @@ def _unreadable_input(e: Exception) -> bool:
     return isinstance(e, OSError) or (pa is not None and isinstance(e, pa.lib.ArrowException))
 
 
+_RUNNING: list[str] = []  # the command being run, for what an interruption says of its outputs
+ATOMIC = {"build": "a build writes its outputs only when it completes",
+          "convert": "convert writes its outputs only when it completes",
+          "verify": "verify writes nothing; a --keep rebuild only when it completes"}
+
+
 def _interrupted(e: KeyboardInterrupt) -> int:
-    print("sftpack: interrupted (a build writes its outputs only when it completes)", file=sys.stderr)
+    said = ATOMIC.get(_RUNNING[-1] if _RUNNING else "")
+    print("sftpack: interrupted" + (f" ({said})" if said else ""), file=sys.stderr)
     return e.exit_code if isinstance(e, interrupts.Interrupted) else 130
 
 

@@ -193,7 +193,12 @@ def _write_all(files: dict[Path, str], overwrite: bool) -> None:
     """Write every file or none: each checked first, then written beside its place and renamed into it."""
     import os
 
-    for path in files:
+    for path in files:  # every path checked before any file is written
+        if path.exists() and not path.is_file():
+            raise UsageError(f"{path} exists and is not a file; remove it or choose another --out")
+        blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+        if blocking is not None:
+            raise UsageError(f"{blocking} is not a directory, so {path} cannot be written; choose another --out")
         if path.exists() and not overwrite:
             raise UsageError(f"{path} exists (--overwrite to replace it)")
     temporaries = {}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sftpack.base.errors import UsageError
 from sftpack.base.plain_names import plain_name_problem
-from sftpack.base.refs import resolve
+from sftpack.base.refs import did_you_mean, resolve
 from sftpack.families.family import TemplateOption
 from sftpack.families.registry import FAMILIES, get_family, offline_tokenizer_names, offline_tokenizers
 from sftpack.tokenizers.registry import OfflineTokenizer
@@ -216,7 +216,9 @@ def _profile_path(model: str) -> Path:
     for name in list_profiles():
         if name.lower() == wanted:
             return resource_dir("configs") / f"{name}.yaml"
-    raise UsageError(f"unknown model {model!r}; known models: {', '.join(list_profiles())} (see `sftpack models`)")
+    known = list_profiles()  # whole, never cut: the error line is kept short enough for it
+    raise UsageError(f"unknown model {model!r}{did_you_mean(model, known)} (known: {', '.join(known)}; or a profile "
+                     "file PATH.yaml)", whole=True)
 
 
 @lru_cache(maxsize=None)

@@ -8,7 +8,7 @@ Tokenizer libraries load only when a family's vocabulary is used.
     >>> get_family("qwen3.5")
     Traceback (most recent call last):
     ...
-    sftpack.base.refs.UnknownName: Unknown template family 'qwen3.5'; known: deepseek_v4, gemma4, glm4_5, glm4_7_flash, gpt_oss, jinja, kimi_k25, minimax_m2, nemotron3_nano, qwen3, qwen3_5, qwen3_8
+    sftpack.base.refs.UnknownName: Unknown template family 'qwen3.5'; known: deepseek_v4, gemma4, glm4_5, glm4_7_flash, gpt_oss, jinja, kimi_k25, minimax_m2, nemotron3_nano, qwen3, qwen3_5, qwen3_8; did you mean qwen3_5 or qwen3?
 """
 
 from __future__ import annotations

@@ -233,12 +233,14 @@ def loss_of_rows(model: str, rows: str, **options) -> dict:
 def loss_of(config: LossConfig) -> dict:
     """The figures of :func:`loss_of_rows` for a checked :class:`~sftpack.trainer.loss_config.LossConfig`."""
     from sftpack.rows import read_rows
+    from sftpack.rows.formats import open_rows_file
     from sftpack.rows.hashing import rows_sha256_of
     from sftpack.trainer.placement import parse_max_memory, plan_of
 
     c = config
     tokens, mask = read_rows(c.rows, slice(0, c.limit))  # a bad file is named before torch is asked for
     torch = torch_or_usage_error()
+    _check_model_path(c.model)
     _check_device(torch, c.device)
     stages = Stages(c.progress)
     stages.say(f"loading {c.model}" + (f" ({c.device_map} placement)" if c.device_map else ""))
@@ -251,17 +253,32 @@ def loss_of(config: LossConfig) -> dict:
     else:
         device = c.device or ("cuda" if torch.cuda.is_available() else "cpu")
         loaded = load_model(c.model, c.revision, device, c.dtype, c.trust_remote_code)
-    stages.say(f"{len(tokens):,} rows: checking the head on row 0 first (compiling it can take a minute)")
+    compiling = c.compile == "yes" or (c.compile == "auto" and str(device).startswith("cuda"))
+    stages.say(f"{len(tokens):,} rows: checking the head on row 0 first"
+               + (" (compiling it can take a minute)" if compiling else ""))
     with stages.bar(len(tokens)) as advance:
         result = step0_loss(loaded, tokens, mask, chunk=c.chunk, dtype=c.dtype, per_row=c.per_row, compile=c.compile,
                             progress=advance)
     result.update({"model": c.model, "revision": c.revision, "rows_path": str(c.rows),
-                   "rows_sha256": rows_sha256_of(tokens, mask), "dtype": c.dtype, "device": device, "chunk": c.chunk})
+                   "rows_sha256": rows_sha256_of(tokens, mask), "rows_in_file": open_rows_file(c.rows).num_rows,
+                   "dtype": c.dtype, "device": device, "chunk": c.chunk})
     if plan is not None:
         result["placement"] = plan.lines()
         result["device_map"] = {k: v for k, v in plan.device_map.items()}
         result["model_weight_bytes"] = plan.model_bytes
     return result
+
+
+def _check_model_path(model: str) -> None:
+    """A ``--model`` written as a path (``/``, ``./``, ``~``) must be a directory: transformers would otherwise read it
+    as a hub id and answer "Repo id must be in the form ...", which names nothing the user typed."""
+    import os
+
+    looks_like_path = model.startswith(("/", "./", "../", "~")) or os.sep in model.strip("/") and os.path.exists(
+        model.split(os.sep)[0])
+    if looks_like_path and not os.path.isdir(os.path.expanduser(model)):
+        raise UsageError(f"--model {model}: no such directory (a Hugging Face model directory with config.json and "
+                         "its weights, or a hub id ORG/NAME)")
 
 
 class Stages:
@@ -300,7 +317,11 @@ def format_result(result: dict) -> str:
     ]
     for k, line in enumerate(result.get("placement", [])):
         lines.append(("  placement  " if k == 0 else " " * 13) + line)
-    lines.append(f"  rows       {result['rows_path']}  rows_sha256 of these rows {result['rows_sha256']}")
+    whole = result.get("rows_in_file") in (None, result["rows"])
+    lines.append(f"  rows       {result['rows_path']}  rows_sha256 "
+                 + (f"{result['rows_sha256']} (every row of the file)" if whole else
+                    f"of its first {result['rows']:,} rows (of {result['rows_in_file']:,}; not the file's) "
+                    f"{result['rows_sha256']}"))
     for row in result.get("per_row", []):
         loss = f"{row['loss']:.6f}" if row["loss"] is not None else "-"
         lines.append(f"  row {row['row']:>6}  loss {loss}  ({row['targets']:,} targets)")

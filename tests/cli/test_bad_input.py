@@ -767,7 +767,8 @@ def test_empty_jsonl_is_exhausted_at_once(tmp_path, capsys):
     source.write_bytes(b"")
     rc, _, err = cli(build_argv(source, tmp_path / "out"), capsys)
     assert rc == 2
-    assert_one_error_line(err, "source exhausted after 0 rows")
+    assert_one_error_line(err, "the source holds no rows (asked for ", "): nothing to build; give a source with "
+                          "conversations in it")
     source.write_text("\n\n[1]\n{oops\n", encoding="utf-8")  # nothing but unusable lines
     rc, _, err = cli(build_argv(source, tmp_path / "out"), capsys)
     assert rc == 2

@@ -129,7 +129,7 @@ def test_the_toy_family_without_its_registry_line_is_one_clear_line(tmp_path, ca
 
 def test_unknown_family_lists_the_known_ones_and_duplicates_are_refused(monkeypatch):
     known = re.escape(", ".join(sorted(FAMILIES)))  # every registered family, whichever others have landed
-    with pytest.raises(UsageError, match=rf"^Unknown template family 'qwen35'; known: {known}$"):
+    with pytest.raises(UsageError, match=rf"^Unknown template family 'qwen35'; known: {known}; did you mean qwen3_5 or qwen3\?$"):
         get_family("qwen35")
     with pytest.raises(ValueError, match="Duplicate template family 'gemma4'"):
         register_family("gemma4", Family())

@@ -167,7 +167,7 @@ def test_without_torch_the_command_says_how_to_get_it(rows_path, monkeypatch, ca
 
 def test_usage_errors_are_one_line(torch, rows_path, llama_dir, tmp_path, capsys):
     for argv, message in [
-        (["--model", str(tmp_path / "none"), "--rows", rows_path, "--device", "cpu"], "cannot load"),
+        (["--model", str(tmp_path / "none"), "--rows", rows_path, "--device", "cpu"], "no such directory"),
         (["--model", llama_dir, "--rows", rows_path, "--device", "cpu", "--dtype", "int8"], "--dtype int8"),
         (["--model", llama_dir, "--rows", rows_path, "--device", "cpu", "--limit", "0"], "--limit 0"),
         (["--model", llama_dir, "--rows", str(tmp_path / "none.parquet"), "--device", "cpu"], "no such file"),
