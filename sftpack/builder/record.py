@@ -45,6 +45,7 @@ class BuildStats:
     unrendered_fields: Counter = field(default_factory=Counter)  # kept conversations per field the template ignores
     unknown_fields: Counter = field(default_factory=Counter)  # kept conversations per message key sftpack does not know
     through_template: int = 0  # kept conversations the tokenizer's template rendered, with fields the native renderer lacks
+    unknown_roles: Counter = field(default_factory=Counter)  # conversations skipped as unknown_role, per role named
 
     def note(self, notes: tuple, strict_id: str | None = None) -> None:
         """Count one kept conversation's notes (``control_text``, ``unrendered_fields:F``, ``unknown_fields:K``);
@@ -125,10 +126,11 @@ class Counts(_Section):
     unknown_fields: dict | None = None  # conversations per message key sftpack does not know (not rendered)
     # conversations the tokenizer's template rendered in place of the native renderer (fields it does not write)
     conversations_through_template: int | None = None
+    unknown_roles: dict | None = None  # the conversations skipped as unknown_role, per role (ShareGPT's `chatgpt`)
 
     # a --rows N record without duplicates, unrendered or unknown fields stays as it was
     OPTIONAL = ("tail_tokens_dropped", "duplicate_ids", "unrendered_fields", "unknown_fields",
-                "conversations_through_template")
+                "conversations_through_template", "unknown_roles")
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,8 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
                       duplicate_ids=stats.duplicate_ids or None,
                       unrendered_fields=dict(sorted(stats.unrendered_fields.items())) or None,
                       unknown_fields=dict(sorted(stats.unknown_fields.items())) or None,
-                      conversations_through_template=stats.through_template or None),
+                      conversations_through_template=stats.through_template or None,
+                      unknown_roles=dict(sorted(stats.unknown_roles.items())) or None),
         tokenizer_files=dict(info.files), tokenizer_source=info.source, pins=dict(info.pins),
         pinned=tokenizer_pinned and dataset_pinned, tokenizer_pinned=tokenizer_pinned, dataset_pinned=dataset_pinned,
         eos_token=vocab.eos_token, eos_token_id=int(vocab.eos_id), renderer=encoder.renderer_description,

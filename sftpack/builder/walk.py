@@ -11,6 +11,7 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.builder.chunks import ChunkResult
 from sftpack.builder.record import BuildStats
+from sftpack.families.conversation import role_named
 
 
 @dataclass
@@ -79,6 +80,8 @@ class Walk:
                 if self.strict:
                     raise UsageError(f"--strict: conversation {conv_id!r}: {reason}: {detail}")
                 stats.skipped[reason] += 1
+                if reason == "unknown_role":  # which role: the summary and the record name it
+                    stats.unknown_roles[role_named(detail)] += 1
                 chunk.skips_counted += 1
             while chunk.control_counted < len(chunk.control) and chunk.control[chunk.control_counted][0] < n:
                 _, notes, conv_id = chunk.control[chunk.control_counted]

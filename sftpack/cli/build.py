@@ -42,6 +42,7 @@ def summary(record, out: str, suffix: str = ".parquet") -> str:
     """The one-screen summary printed after a build (of a :class:`~sftpack.builder.record.BuildRecord`)."""
     counts = record.counts
     skipped = counts.skipped
+    roles = getattr(counts, "unknown_roles", None)  # the roles unknown_role skipped, by name
     lines = [
         f"built {record.rows} rows x {record.row_tokens} tokens  ({record.name}, loss mask {record.loss_mask})",
         f"  parquet       {_path(record, 'parquet', out, suffix)}  ({record.parquet_bytes:,} bytes)",
@@ -51,7 +52,9 @@ def summary(record, out: str, suffix: str = ".parquet") -> str:
         f"  supervised    {counts.supervised_tokens:,} / {counts.total_tokens:,} tokens = {record.supervised_token_ratio:.4f}",
         f"  conversations {counts.conversations_packed:,} packed of {counts.source_rows_reached:,} reached "
         f"({record.dataset.source_rows:,} in the source); {sum(skipped.values()):,} skipped"
-        + (": " + ", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else ""),
+        + (": " + ", ".join(f"{k} {v}" for k, v in skipped.items()) if skipped else "")
+        + (" (roles " + ", ".join(f"{role!r} {n}" for role, n in sorted(roles.items(), key=lambda kv: -kv[1])[:3])
+           + ")" if roles else ""),
         f"  tokenizer     {record.tokenizer} ({record.tokenizer_source}); pins: "
         + (", ".join(f"{k} {v}" for k, v in record.pins.items()) or "none"),
         f"  renderer      {record.renderer}",

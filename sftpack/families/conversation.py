@@ -138,6 +138,23 @@ _NONE = frozenset()
 
 
 _PLAIN_ROLES = frozenset(("user", "assistant", "system"))
+_ROLE_IS = ".role is "
+
+
+def role_named(detail: str) -> str:
+    """The role an ``unknown_role`` skip's detail names: a string role as it is, any other value as written.
+
+    >>> role_named("messages[2].role is 'chatgpt'"), role_named("messages[0].role is None")
+    ('chatgpt', 'None')
+    """
+    import ast
+
+    written = detail.partition(_ROLE_IS)[2] or detail
+    try:
+        value = ast.literal_eval(written)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return written[:60]
+    return value[:60] if isinstance(value, str) else written[:60]  # a name, not a payload
 
 
 def _message(i: int, message, fields: set, unknown: set) -> dict:
@@ -156,7 +173,7 @@ def _message(i: int, message, fields: set, unknown: set) -> dict:
     if "content" not in message and not (role == "assistant" and calls is not None):
         raise Skip("message_missing_content", f"messages[{i}].content is missing")
     if not isinstance(role, str) or role not in ROLES:
-        raise Skip("unknown_role", f"messages[{i}].role is {role!r}")
+        raise Skip("unknown_role", f"messages[{i}]{_ROLE_IS}{role!r}")
     content = _content(i, message.get("content"), role == "assistant" and calls is not None)
     if role == "system" and i != 0:
         raise Skip("system_not_first", f"messages[{i}] is a system message")

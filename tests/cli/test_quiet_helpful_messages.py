@@ -107,3 +107,21 @@ def test_loss_says_which_rows_its_rows_sha256_covers():
     assert "rows_sha256 of its first 2 rows (of 64; not the file's) " + "ab" * 32 in format_result(result)
     result["rows_in_file"] = 2
     assert "rows_sha256 " + "ab" * 32 + " (every row of the file)" in format_result(result)
+
+
+def test_a_sharegpt_role_sftpack_does_not_know_is_named_in_the_skip(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    rows = [{"conversations": [{"from": "human", "value": f"question {i} here"},
+                               {"from": "chatgpt" if i == 3 else "gpt", "value": f"answer {i} is this"}]}
+            for i in range(40)]
+    source = tmp_path / "sharegpt.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    rc, out, err = cli(capsys, "build", "--model", MODEL, "--source", source, "--sharegpt", "--rows", "all",
+                       "--row-tokens", "64", "--out", tmp_path / "out", "--workers", "1", "--no-progress")
+    assert rc == 0, err
+    assert "1 skipped: unknown_role 1 (roles 'chatgpt' 1)" in out
+    record = yaml.safe_load(next((tmp_path / "out").glob("*.build.yaml")).read_text(encoding="utf-8"))
+    assert record["counts"]["unknown_roles"] == {"chatgpt": 1}
