@@ -18,7 +18,7 @@ import numpy as np
 from sftpack.base.errors import UsageError
 from sftpack.base.refs import resolve
 from sftpack.families.conversation import FIELDS, Conversation, Skip, assistant_first, check_conversation
-from sftpack.families.fields import FieldRouting, written_fields
+from sftpack.families.fields import FieldRouting, tool_span_check, written_fields
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
 from sftpack.families.jinja import JinjaRenderer, RenderTooLarge
@@ -310,13 +310,17 @@ def field_routing(profile: Profile, vocab: Vocab, rule: MaskRule, render: Render
 
     family, name, everything = profile.family, profile.template, frozenset(FIELDS)
     if isinstance(render, JinjaRenderer):  # the template renders every conversation
-        return FieldRouting(unrendered=everything - written_fields(render.text_of), family=name)
+        written = written_fields(render.text_of)
+        return FieldRouting(unrendered=everything - written, family=name, template_primary=True,
+                            refused=tool_span_check(render) if "tool_calls" in written else "")
     template = vocab.info.chat_template
     if template is None:  # the family's own word for what its official template writes
         return FieldRouting(family.fields, None, family.unrendered, "tools" in family.fields, name)
     jinja = _jinja_renderer(profile, vocab, template, rule)
     native = family.fields if _agrees(render, jinja.text_of, family.fields) else frozenset()
-    return FieldRouting(native, jinja, everything - written_fields(jinja.text_of), "tools" in native, name)
+    written = written_fields(jinja.text_of)
+    refused = tool_span_check(jinja) if "tool_calls" in written and "tool_calls" not in native else ""
+    return FieldRouting(native, jinja, everything - written, "tools" in native, name, refused=refused)
 
 
 def _agrees(native: Renderer, template: Callable, fields: frozenset) -> bool:

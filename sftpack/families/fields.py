@@ -21,6 +21,7 @@ from sftpack.families.conversation import FIELDS, Conversation, Skip
 from sftpack.families.render import Renderer, TemplateError
 
 MARK = "\ue001field\ue001"  # a private-use text no template writes by itself
+TOOL_FIELDS = frozenset(("tool_calls", "tool_results"))
 
 
 def _call(name: str, id: str | None = None, argument: str = "v") -> dict:
@@ -78,6 +79,8 @@ class FieldRouting:
     unrendered: frozenset = frozenset()
     native_tools: bool = True
     family: str = ""
+    template_primary: bool = False  # the encoder's renderer is the template itself (the Jinja path)
+    refused: str = ""  # why the Jinja path's rule cannot be trusted with tool conversations (:func:`tool_span_check`)
 
     def renderer(self, render: Renderer, conversation: Conversation) -> Callable:
         """``messages -> Rendered`` for ``conversation``: ``render`` itself, or the fallback; or :class:`Skip`."""
@@ -90,6 +93,8 @@ class FieldRouting:
                 raise Skip("needs_template", f"the native {self.family} renderer does not write "
                                              f"{', '.join(sorted(extra))} and the tokenizer has no chat template")
             render, takes_tools = self.fallback, True
+        if self.refused and (extra or self.template_primary) and conversation.fields & TOOL_FIELDS:
+            raise Skip("template_error", self.refused)
         if conversation.tools and takes_tools:
             return lambda messages: render(messages, tools=conversation.tools)
         return render
@@ -135,9 +140,29 @@ def describe_fields(render) -> list[str]:
     text = rendered.text
     spans = supervised_spans(rendered, EXAMPLE, render.rule)
     lines += [f"supervised, turn {k + 1} of a tool conversation: {text[a:b]!r}" for k, (a, b) in enumerate(spans)]
-    if any(EXAMPLE_RESULT in text[a:b] for a, b in spans):
-        lines.append("WARNING: the tool result is inside a supervised span: the rule's end_of_turn misses the marker "
-                     "that closes a turn calling a tool; add it before building tool conversations")
+    refused = tool_span_check(render)
+    if refused:
+        lines.append(f"WARNING: {refused}; a build skips tool conversations (template_error) until end_of_turn has it")
     else:
         lines.append("tool results, the tools block, system and user text: never supervised")
     return lines
+
+
+def tool_span_check(render) -> str:
+    """Why ``render`` (the template through Jinja, turns placed by its rule) cannot be trusted with tool
+    conversations, or ``""``: on :data:`EXAMPLE` and its parts, no tool result, user or system text may fall inside a
+    supervised span (a rule inferred from text conversations alone may not know the marker that closes a turn
+    calling a tool: GLM's ``<|observation|>``)."""
+    from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
+
+    for conversation in (EXAMPLE, EXAMPLE[:3], [*EXAMPLE[:3], *EXAMPLE[2:]]):
+        try:
+            rendered = close_final_turn(render(conversation, EXAMPLE_TOOLS), render.rule)
+            spans = supervised_spans(rendered, conversation, render.rule)
+        except (TemplateError, RuleMismatch):
+            continue  # the template refuses the conversation: a build skips such conversations anyway
+        for m in conversation:
+            if m["role"] != "assistant" and any(m["content"] in rendered.text[a:b] for a, b in spans):
+                return (f"rule {render.rule.name!r} would supervise a {m['role']} message of a tool conversation: its "
+                        "end_of_turn misses the marker that closes a turn calling a tool")
+    return ""

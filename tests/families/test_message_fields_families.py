@@ -163,3 +163,20 @@ def test_a_build_records_what_went_through_the_template_and_what_was_not_written
     assert counts["skipped"] == {}
     assert counts["conversations_through_template"] == counts["unrendered_fields"]["reasoning_content"] > 0
     assert counts["conversations_through_template"] < counts["conversations_packed"]
+
+
+def test_a_rule_inferred_from_text_alone_is_not_trusted_with_tool_conversations(tmp_path):
+    """GLM-5.2's rule is inferred at build from the checkpoint's template (here GLM-4.7-Flash's, which miles runs it
+    with): from text conversations the inference cannot know that <|observation|> closes a turn calling a tool, so its
+    spans would run over the tool result. The build checks the rule on tool conversations first: they are skipped,
+    named, and text conversations build as before."""
+    directory = save_stand_in_dir("glm4_7_flash", tmp_path / "tok")
+    profile = load_profile("GLM-5.2-744B-A40B")
+    encoder = make_encoder(profile, load_vocab(profile, str(directory), allow_unpinned=True))
+    assert "<|observation|>" not in encoder.rule.end_markers and encoder.routing.refused
+    with pytest.raises(Skip) as info:
+        encoder.prepare(WEATHER_CONVERSATION)
+    assert info.value.reason == "template_error" and "closes a turn calling a tool" in info.value.detail
+    text, spans = encoder.prepare([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo",
+                                                                        "reasoning_content": "short"}])
+    assert [text[a:b] for a, b in spans] == ["short</think>Yo<|user|>"]
