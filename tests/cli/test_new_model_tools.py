@@ -50,7 +50,7 @@ def test_a_rule_that_would_supervise_a_tool_result_is_flagged():
     template = official_template("glm4_5.jinja")
     inferred = infer_rule(template, "glmlike").rule
     assert "<|observation|>" not in inferred.end_markers
-    assert any(line.startswith("WARNING: the tool result") for line in describe_fields(JinjaRenderer(template, inferred, {})))
+    assert any(line.startswith("WARNING: rule 'glmlike' would supervise a tool message") for line in describe_fields(JinjaRenderer(template, inferred, {})))
     shipped = describe_fields(JinjaRenderer(template, load_mask_rule("glm4_5"), {}))
     assert not any(line.startswith("WARNING") for line in shipped)
 
