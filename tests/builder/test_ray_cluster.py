@@ -169,7 +169,9 @@ def test_a_driver_killed_mid_build_leaves_no_output_and_the_next_build_cleans_up
     assert list(out.glob(".*.parquet.tmp")), "no rows written in 240 s"
     driver.send_signal(signal.SIGKILL)
     driver.wait()
+    progress = driver.stderr.read().decode()
     driver.stderr.close()
+    assert "sftpack build" in progress and "/3000 [" in progress  # the progress bar, on the driver's stderr
     assert all(released(lock) for lock in out.glob(".*.lock"))
     assert not [p.name for p in out.iterdir() if not p.name.startswith(".")]  # no output, only the temporaries
     # the next build (here on the cluster) removes the temporaries and the lock the killed one left
