@@ -316,3 +316,47 @@ def test_values_no_template_can_write_are_refused_by_field():
         with pytest.raises(Skip) as info:
             check_conversation(conversation)
         assert info.value.reason == reason and "not JSON" in info.value.detail
+
+
+def test_gpt_oss_tool_conversation_equals_openai_harmony_token_for_token(o200k_caches):
+    """openai-harmony, an independent renderer of the same format, writes the tools namespace, the commentary call
+    and the tool result as the template does; its training render drops a final turn's analysis, which the template
+    keeps, so the final turn here carries none. Masks: each assistant message's tokens but its ``<|start|>assistant``."""
+    from openai_harmony import (Author, Conversation, DeveloperContent, HarmonyEncodingName, Message, Role,
+                                SystemContent, ToolDescription, load_harmony_encoding)
+
+    from sftpack.tokenizers.offline import load_o200k_harmony
+
+    harmony = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+    conversation = json.loads(json.dumps(WEATHER_CONVERSATION))
+    del conversation["messages"][-1]["reasoning_content"]
+    function = conversation["tools"][0]["function"]
+    developer = DeveloperContent.new().with_instructions("You are a helpful assistant.").with_function_tools(
+        [ToolDescription.new(function["name"], function["description"], function["parameters"])])
+    result = json.dumps(conversation["messages"][3]["content"])
+    messages = [
+        (Message.from_role_and_content(Role.SYSTEM, SystemContent.new().with_conversation_start_date(DATE)), False),
+        (Message.from_role_and_content(Role.DEVELOPER, developer), False),
+        (Message.from_role_and_content(Role.USER, "What is the weather in Paris?"), False),
+        (Message.from_role_and_content(Role.ASSISTANT, '{"city": "Paris"}').with_channel("commentary")
+         .with_recipient("functions.get_weather").with_content_type("json"), True),
+        (Message.from_author_and_content(Author.new(Role.TOOL, "functions.get_weather"), result)
+         .with_recipient("assistant").with_channel("commentary"), False),
+        (Message.from_role_and_content(Role.ASSISTANT, "It is 18 degrees and clear in Paris.").with_channel("final"), True),
+    ]
+    tokens = harmony.render_conversation_for_training(Conversation.from_messages([m for m, _ in messages]))
+    tokens = list(tokens)
+    header = len(harmony.encode("<|start|>assistant", allowed_special="all"))
+    mask, cursor = [0] * len(tokens), 0
+    for k, (message, supervised) in enumerate(messages):
+        if not supervised:
+            continue
+        alone = list(harmony.render(message))  # an assistant message renders alone as in the conversation...
+        if k == len(messages) - 1:  # ...but for the last one's end: <|return|>, what the model emits to stop
+            alone[-1] = harmony.encode("<|return|>", allowed_special="all")[0]
+        at = next(i for i in range(cursor, len(tokens)) if tokens[i:i + len(alone)] == alone)
+        mask[at + header:at + len(alone)] = [1] * (len(alone) - header)
+        cursor = at + len(alone)
+    ids, ours = make_encoder(load_profile("gpt-oss-20b"), load_o200k_harmony())(conversation)
+    assert ids.tolist() == tokens
+    assert ours.tolist() == mask and sum(mask) > 20
