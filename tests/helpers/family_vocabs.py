@@ -153,8 +153,9 @@ def save_stand_in_dir(family: str, path, template: str | None = None) -> Path:
     return path
 
 
-# The control tokens a chat template writes as string literals: <|im_start|>, <|turn>, <turn|>, <think>, [gMASK].
-_TEMPLATE_TOKEN = r"<\|[A-Za-z_0-9]+\|?>|<[A-Za-z_0-9]+\|>|</?[a-z_]+>|\[[A-Za-z]+\]"
+# The control tokens a chat template writes as string literals: <|im_start|>, <|turn>, <turn|>, <think>, [gMASK],
+# DeepSeek's full-width <｜Assistant｜>.
+_TEMPLATE_TOKEN = r"<\|[A-Za-z_0-9]+\|?>|<[A-Za-z_0-9]+\|>|</?[a-z_]+>|\[[A-Za-z]+\]|<｜[^｜<>]+｜>"
 
 
 def save_template_stand_in_dir(path, template: str, eos_token: str, bos_token: str | None = None) -> Path:
