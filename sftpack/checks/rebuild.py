@@ -87,7 +87,7 @@ def _source_for(declared: dict, dataset: dict, source: str | None) -> str:
 
     origin = dataset.get("source")
     where = dataset_text(dataset) if origin else "the recipe's dataset"
-    hub = origin not in ("sample", "file", "save_to_disk", "memory", None)
+    hub = origin not in ("sample", "file", "save_to_disk", "memory", "url", None)
     if source == "sample" and origin != "sample":
         raise UsageError(f"{declared['path']}: its {declared['rows']:,} rows come from {where}; --source sample (the "
                          "bundled 3,000 synthetic conversations) cannot rebuild them: " + _rebuild_from(declared, hub))

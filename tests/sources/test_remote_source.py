@@ -85,3 +85,12 @@ def test_a_missing_object_or_file_system_is_one_line(s3_env, tmp_path, monkeypat
     monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)  # the class fsspec imported
     with pytest.raises(UsageError, match=r"^--source s3://sft/sample.parquet: cannot open it here \(.*s3fs"):
         open_source("s3://sft/sample.parquet")
+
+
+def test_verify_rebuild_builds_the_rows_again_from_the_url_the_record_names(s3_env, tmp_path, capsys):
+    out = tmp_path / "out"
+    with offline():
+        record = build(BuildConfig(model=MODEL, source="s3://sft/sample.parquet", rows=8, row_tokens=1024,
+                                   out=str(out), workers=1, progress=False))
+        assert main(["verify", str(record.paths.record), "--rebuild"]) == 0, capsys.readouterr()
+    assert "--source s3://sft/sample.parquet" in capsys.readouterr().out
