@@ -28,6 +28,10 @@ TRL_FILES = {
     # as shipped by LiquidAI/LFM2.5-230M (with its own {% generation %} markers) and nvidia/NVIDIA-Nemotron-3-Ultra-*
     "lfm2_2_5.jinja": ("lfm2_2_5.jinja", "6d65c8804847ad74eea912dd7eca3dc1cf7a457b53a77f47d841a14121910963"),
     "nemotron3_ultra.jinja": ("nemotron_3_ultra.jinja", "82753bef5cedc4932c1ed509b5c9a12be680fd86d1adb65bc3f7398d11c8eebc"),
+    # TRL's {% generation %} twins of the official Nemotron-3-Nano and GLM-4.5 (glm4moe) templates
+    "nemotron3_nano_training.jinja": ("nemotron_3_nano_training.jinja",
+                                      "f52a4a70292b98db4d1b9f69a59546a43fc5e8603a6794781973a3e5821bd475"),
+    "glm4_5_training.jinja": ("glm4moe_training.jinja", "79c2386fbe44c9881be09b2dd086e0799b15447f8d530c45041152b6da9f3704"),
     # the official Qwen3.5 template with {% generation %} around assistant output and every think block kept
     "qwen3_5_training.jinja": ("qwen3_5_think_training.jinja",
                                "ccf356d8f238e287c047b1ef589850fd6b2b44e6cb29079e26c635fb9b8111ef"),
