@@ -130,6 +130,18 @@ def native_family(checkpoint: Checkpoint, variables: dict) -> str | None:
     return None
 
 
+def check_written_markers(checkpoint: Checkpoint, rule) -> None:
+    """Refuse a rule whose turn markers the tokenizer has no special token for: tokenized as text, they would be
+    text any content can spell (and the build refuses such a tokenizer)."""
+    from sftpack.families.jinja import MARKER
+
+    pieces = (*rule.header.split("{name}"), *rule.end_markers, rule.final_turn_end)
+    missing = sorted({m for piece in pieces for m in MARKER.findall(piece)} - set(checkpoint.special_tokens))
+    if missing:
+        raise UsageError(f"{checkpoint.directory}: the template marks turns with {', '.join(missing)}, which the "
+                         "tokenizer has no special token for (tokenizer.json's added_tokens)")
+
+
 def default_options(family) -> dict:
     """The template options ``new-model`` writes for a native family: each option's default."""
     return {name: option.default for name, option in family.options.items()}
@@ -236,6 +248,7 @@ def run(args) -> int:
     conversations = battery(inferred.rule, written)
     report = prove(runner, inferred.rule, conversations, written, special_tokens=checkpoint.special_tokens)
     rule = fitting_rule(inferred.rule, runner, conversations, checkpoint.special_tokens)
+    check_written_markers(checkpoint, inferred.rule)
     family = native_family(checkpoint, variables) or "jinja"
     out = Path(args.out)
     text = rule_yaml(inferred, f"the chat template of {args.name} (sha256 {checkpoint.template_sha256[:16]}...)", report.line())

@@ -21,15 +21,13 @@ from sftpack.families.conversation import FIELDS, Conversation, Skip, assistant_
 from sftpack.families.fields import FieldRouting, tool_span_check, written_fields
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
-from sftpack.families.jinja import JinjaRenderer, RenderTooLarge
+from sftpack.families.jinja import MAX_RENDERED_CHARS, JinjaRenderer, RenderTooLarge  # noqa: F401 (the cap, named here too)
 from sftpack.families.template_vars import jinja_variables, options_text, unpinned_clock
 from sftpack.families.render import Renderer, TemplateError
 from sftpack.tokenizers.backend import trie_pattern
 from sftpack.tokenizers.vocab import EncodeError, Vocab
 
-# Characters of one rendered conversation (a Tulu conversation has well under 10^5): beyond it the conversation is a
-# counted skip, and the Jinja fallback stops a template as it writes past it (a template looping over its input).
-MAX_RENDERED_CHARS = 1 << 25
+
 
 @dataclass
 class ConversationEncoder:

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass
 
 from sftpack.base.errors import UsageError
-from sftpack.families.jinja import MARKER, compile_template
+from sftpack.families.jinja import MARKER, MAX_RENDERED_CHARS, RenderTooLarge, compile_template
 from sftpack.families.profiles import MaskRule
 from sftpack.families.render import TemplateError
 
@@ -72,7 +72,16 @@ class TemplateRunner:
 
     def __call__(self, messages: list, add_generation_prompt: bool = False) -> str:
         try:
-            text = self._compiled.render(messages=messages, add_generation_prompt=add_generation_prompt, **self.variables)
+            pieces, written = [], 0
+            for piece in self._compiled.generate(messages=messages, add_generation_prompt=add_generation_prompt,
+                                                 **self.variables):
+                written += len(piece)
+                if written > MAX_RENDERED_CHARS:  # the build's cap: a template looping over its input stops here too
+                    raise RenderTooLarge(f"the template wrote more than {MAX_RENDERED_CHARS:,} characters")
+                pieces.append(piece)
+            text = "".join(pieces)
+        except TemplateError:
+            raise
         except Exception as e:  # jinja2 errors, raise_exception(...), TypeError in filters
             raise TemplateError(str(e)) from e
         if self.trailer and not add_generation_prompt and text.endswith(self.trailer):
@@ -115,8 +124,14 @@ def common_prefix(*texts: str) -> str:
 
 def _after(prefix: str, text: str, what: str) -> str:
     if not text.startswith(prefix):
-        raise InferenceError(f"the template is not prefix-stable: {what} rewrites the text written before it")
+        at = len(common_prefix(prefix, text))
+        raise InferenceError(f"the template rewrites what it wrote for the user message {USER_1!r} when {what} follows: "
+                             f"{_short(prefix[at:])} becomes {_short(text[at:])}")
     return text[len(prefix):]
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:28] + "..." + text[-28:])
 
 
 def _split_end(end: str) -> tuple[str, str]:

@@ -26,6 +26,9 @@ from sftpack.families.render import Rendered, TemplateError, Turn
 
 MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]|\][^\s\[\]]*\[")  # <|im_end|>, [EOS], ]~b] / [e~[: one token each
 REASONING_MARKERS = ("<think>", "</think>")  # content semantics: templates split reasoning off at them
+# Characters of one rendered conversation (a Tulu conversation has well under 10^5): beyond it the conversation is a
+# counted skip, and a template is stopped as it writes past it (a template looping over its input).
+MAX_RENDERED_CHARS = 1 << 25
 FILLER = "\ue000"  # a private-use character: no template treats it specially
 
 

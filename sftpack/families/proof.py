@@ -31,7 +31,7 @@ from sftpack.base.errors import UsageError
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.infer import TemplateRunner, common_prefix
 from sftpack.families.conversation import assistant_first
-from sftpack.families.jinja import ControlTextRewrite, JinjaRenderer
+from sftpack.families.jinja import MAX_RENDERED_CHARS, ControlTextRewrite, JinjaRenderer
 from sftpack.families.profiles import MaskRule, list_mask_rules, load_mask_rule
 from sftpack.families.render import TemplateError
 
@@ -48,11 +48,13 @@ class ProofReport:
     conversations: int = 0
     turns: int = 0
     skipped: dict = field(default_factory=dict)  # reason -> count
+    stops: tuple = ()  # the end-of-turn markers every assistant turn was checked to supervise
 
     def line(self) -> str:
         """What was checked, and what was not: the conversations the build skips too, by the reason it counts."""
         unchecked = [f"{n} {reason}" for reason, n in sorted(self.skipped.items())]
-        return (f"proved on {self.conversations} conversations ({self.turns} assistant turns)"
+        stops = f", each supervised from the end of its generation prompt through {' or '.join(self.stops)}" if self.stops else ""
+        return (f"proved on {self.conversations} conversations ({self.turns} assistant turns{stops})"
                 + (f"; not checked: {', '.join(unchecked)} (skipped so by a build through the template)" if unchecked else ""))
 
 
@@ -138,7 +140,7 @@ def prove(render: TemplateRunner, rule: MaskRule, conversations: list, extra: tu
     the build's renderer is given (default: ``extra``)."""
     jinja = _renderer(render, rule, extra if special_tokens is None else special_tokens)
     neutral = [t for t in control_texts([*known_rules(), rule], extra) if "think>" not in t]
-    report = ProofReport()
+    report = ProofReport(stops=rule.end_markers)
     for name, messages in conversations:
         if assistant_first(messages):  # the build skips them (assistant_first): nothing to prove
             report.skipped["assistant_first"] = report.skipped.get("assistant_first", 0) + 1
@@ -164,7 +166,7 @@ class _Refused(Exception):
 def _renderer(render: TemplateRunner, rule: MaskRule, special_tokens) -> JinjaRenderer:
     """The build's Jinja renderer for ``rule`` (the same turn finding); a template it refuses is the proof's refusal."""
     try:
-        return JinjaRenderer(render.template, rule, render.variables, special_tokens)
+        return JinjaRenderer(render.template, rule, render.variables, special_tokens, max_chars=MAX_RENDERED_CHARS)
     except ControlTextRewrite as e:
         raise ProofFailure(f"rule {rule.name!r} is refused: {e}") from None
 
@@ -224,11 +226,13 @@ def _prove_turn(render, jinja, rule, messages, text, turn, start, end) -> None:
         raise _Refused(f"message {i}: {text[len(prompt):turn.start]!r} between its prompt and its turn is in no turn")
     alone = _alone(render, jinja, rule, messages, i, opener)
     supervised = text[start:end]
+    if not any(supervised.endswith(m + rule.after_end_of_turn) for m in rule.end_markers):
+        raise _Refused(f"message {i}: the marker that ends its turn is not supervised ({_short(supervised)})")
     if i == len(messages) - 1 and supervised != alone:
         raise _Refused(f"message {i}: supervised {supervised!r}, but the template writes {alone!r} after the generation prompt")
     if _normalized(supervised, rule) != _normalized(alone, rule):
-        raise _Refused(f"message {i}'s supervised text changes when later messages follow, the template is not "
-                       f"prefix-stable (as the last message {_short(alone)}, followed {_short(supervised)})")
+        raise _Refused(f"message {i}: the template writes it as {_short(supervised)} when later messages follow, "
+                       f"but as {_short(alone)} as the conversation's last")
 
 
 def _content_starts_with(content: str, disputed: str) -> bool:

@@ -89,14 +89,14 @@ def test_a_template_that_cannot_be_masked_is_refused_in_one_line(tmp_path, capsy
     directory = save_template_stand_in_dir(tmp_path / "tokenizer", SHORTENS_HISTORY, "<|end|>")
     code, out, err = run(["new-model", "--tokenizer", str(directory), "--name", "Shortens", "--out", str(tmp_path)], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
-    assert "refused on conversation 'sample " in err and "not prefix-stable" in err
+    assert "refused on conversation 'sample " in err and "when later messages follow, but as" in err
     assert not (tmp_path / "configs").exists()
     # the same checks run when a build infers its rule from the checkpoint's template
     code, out, err = run(["build", "--model", "GLM-5.2-744B-A40B", "--tokenizer", str(directory), "--source", "sample",
                           "--rows", "2", "--out", str(tmp_path / "rows"), "--no-progress"], capsys)
     error = [line for line in err.splitlines() if line.startswith("sftpack: error:")]  # (a warning may come first)
     assert code == 2 and out == "" and len(error) == 1 and err.endswith(error[0] + "\n")
-    assert "GLM-5.2-744B-A40B: the tokenizer's chat template cannot be masked" in error[0] and "not prefix-stable" in error[0]
+    assert "GLM-5.2-744B-A40B: the tokenizer's chat template cannot be masked" in error[0] and "when later messages follow, but as" in error[0]
 
 
 def test_a_missing_directory_is_one_line(tmp_path, capsys):

@@ -71,3 +71,14 @@ def test_a_proof_over_too_few_conversations_is_a_refusal(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and not profile.exists()
     assert f"fewer than the {MIN_PROVED} conversations a proof needs" in err and err.count("\n") == 1
+
+
+def test_turn_markers_the_tokenizer_lacks_are_refused_before_anything_is_written(tmp_path, capsys):
+    directory = save_template_stand_in_dir(tmp_path / "tokenizer", PHI_LIKE, "<|endoftext|>")
+    tokenizer = json.loads((directory / "tokenizer.json").read_text(encoding="utf-8"))
+    tokenizer["added_tokens"] = [t for t in tokenizer["added_tokens"] if t["content"] != "<|assistant|>"]
+    (directory / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
+    code = main(["new-model", "--tokenizer", str(directory), "--name", "New-Model", "--out", str(tmp_path / "m")])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "m").exists()
+    assert "marks turns with <|assistant|>, which the tokenizer has no special token for" in err and err.count("\n") == 1

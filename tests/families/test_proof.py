@@ -40,7 +40,7 @@ def test_a_template_whose_earlier_answers_change_is_refused_in_one_line_naming_t
         prove(TemplateRunner(SHORTENS_HISTORY), rule, battery(rule))
     message = str(caught.value)
     assert "\n" not in message
-    assert "on conversation 'sample " in message and "not prefix-stable" in message
+    assert "on conversation 'sample " in message and "when later messages follow, but as" in message
 
 
 @pytest.mark.parametrize("file", FIXTURES)
