@@ -306,10 +306,16 @@ def open_hub(revision: str) -> Source:
             f"--source hub: cannot reach the Hugging Face hub to load {TULU_REPO}@{revision}; use --source PATH (a "
             "local copy of it at that revision, in Tulu's schema), or --source sample (rows named as the sample's)"
         )
+    from sftpack.sources.huggingface import resolve_revision
+
+    commit = resolve_revision(TULU_REPO, revision)  # the hub's answer, checked to be a commit id
+    if hub.is_commit(revision) and commit != revision:
+        raise UsageError(f"--source hub: the hub answered the commit {commit} for {TULU_REPO}@{revision}; refusing "
+                         "rows from another revision than the one asked for")
     with quiet_datasets():
-        files = load_hub(TULU_REPO, revision, label="--source hub")
+        files = load_hub(TULU_REPO, commit, label="--source hub")
     table, maps = read_arrow_files(files)
-    return TableSource(table, SourceInfo(TULU_REPO, "hub", revision), maps)
+    return TableSource(table, SourceInfo(TULU_REPO, "hub", commit), maps)
 
 
 class _ChunkReader:

@@ -162,3 +162,20 @@ def test_a_truncated_download_is_one_line_without_the_retries(tmp_path):
                                     "SFTPACK_HUB_DEADLINE": "60"})
     line = one_line(result)  # one line on stderr: huggingface_hub's retry warnings are not printed
     assert "fetch-tokenizer: cannot download tiktoken.model from test-org/kimi-small@" in line, line
+
+
+def test_source_hub_refuses_a_commit_that_is_a_path_or_another_revision(tmp_path):
+    from helpers.small_vocabs import kimi_test_files
+
+    kimi_test_files(tmp_path / "kimi")
+    pinned = "b14afda60f1bbebe55d5d2fa1e4df5042f97f8be"  # the pinned Tulu 3 revision, written out
+    for answered, says in [(PWNED, f'the hub answered the commit "{PWNED}", which is not a commit id'),
+                           ("f" * 40, f"the hub answered the commit {'f' * 40} for allenai/tulu-3-sft-mixture@{pinned}")]:
+        with FakeHub() as hub:
+            hub.repos[("dataset", "allenai/tulu-3-sft-mixture")] = Repo(commits={answered: {"x.parquet": b"x"}},
+                                                                        branches={pinned: answered})
+            result = sftpack("build", "--model", "Kimi-K2.6", "--tokenizer", tmp_path / "kimi", "--source", "hub",
+                             "--rows", "1", "--out", tmp_path / "out", "--no-progress",
+                             env_extra={"HF_ENDPOINT": hub.endpoint, "HF_HOME": str(tmp_path / "hf-home")})
+        assert says in one_line(result)
+        assert not (tmp_path / "out").exists()

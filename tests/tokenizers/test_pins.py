@@ -15,6 +15,7 @@ import importlib
 import json
 import signal
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,9 @@ def hub(tmp_path, monkeypatch) -> FakeHub:
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake.hf_hub_download)
     monkeypatch.setattr(datasets, "load_dataset", fake.load_dataset)
     monkeypatch.setattr(hub_access, "hub_reachable", lambda *a, **k: True)
+    # the dataset's revision is resolved to its commit first: a commit id resolves to itself
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info",
+                        lambda self, repo, revision=None, **k: types.SimpleNamespace(sha=revision))
     return fake
 
 
