@@ -92,24 +92,45 @@ FETCH_DEADLINE = 600  # seconds for the whole fetch: a few tokenizer files, tens
 def fetch_tokenizer(profile, directory: str | Path) -> tuple[str, list[FetchedFile]]:
     """Download the profile's tokenizer files into ``directory`` at one commit; ``(commit, files)``, within one
     overall deadline (``SFTPACK_HUB_DEADLINE`` seconds, default 600), huggingface_hub's retry messages silenced.
-    Raises :class:`CheckFailed` when a downloaded file does not match its pin (the file is removed)."""
-    with quiet_hub():
-        return within_deadline(lambda: _fetch(profile, directory), deadline(FETCH_DEADLINE),
-                               f"fetch-tokenizer: {profile.hub_repo}@{profile.hub_revision or 'main'}")
-
-
-def _fetch(profile, directory: str | Path) -> tuple[str, list[FetchedFile]]:
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError
+    Raises :class:`CheckFailed` when a downloaded file does not match its pin. The files are downloaded into a
+    hidden staging directory inside ``directory`` and moved into it only once every one is checked: a failed fetch
+    leaves nothing (and no ``directory`` it created)."""
+    import os
+    import shutil
 
     target = Path(directory)
     if target.exists() and not target.is_dir():
         raise UsageError(f"fetch-tokenizer: {target} exists and is not a directory")
+    created = [d for d in (target, *target.parents) if not d.exists()][::-1]
+    target.mkdir(parents=True, exist_ok=True)
+    staging = target / f".sftpack-fetch-{os.getpid()}"
+    done = False
+    try:
+        with quiet_hub():
+            commit, fetched = within_deadline(lambda: _fetch(profile, staging, target), deadline(FETCH_DEADLINE),
+                                              f"fetch-tokenizer: {profile.hub_repo}@{profile.hub_revision or 'main'}")
+        for f in fetched:
+            os.replace(staging / f.name, target / f.name)
+        done = True
+        return commit, fetched
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        for made in reversed(created if not done else []):
+            try:
+                made.rmdir()
+            except OSError:
+                break
+
+
+def _fetch(profile, staging: Path, target: Path) -> tuple[str, list[FetchedFile]]:
+    from huggingface_hub import hf_hub_download
+    from huggingface_hub.errors import EntryNotFoundError
+
     commit = resolve_commit(profile)
     fetched: list[FetchedFile] = []
     for wanted in tokenizer_files(profile):
         try:
-            path = Path(hf_hub_download(profile.hub_repo, wanted.name, revision=commit, local_dir=target))
+            path = Path(hf_hub_download(profile.hub_repo, wanted.name, revision=commit, local_dir=staging))
         except EntryNotFoundError:
             if wanted.required:
                 raise UsageError(f"fetch-tokenizer: {profile.hub_repo}@{commit} has no {wanted.name}, which "
