@@ -112,7 +112,7 @@ def add_options(parser, config_class, names=None, *, help_prefix: str = "", defa
         else:
             kwargs["type"] = meta["kind"]
             kwargs.update({k: meta[k] for k in ("metavar", "choices") if meta[k] is not None})
-            if f.default is MISSING:
+            if f.default is MISSING and defaults:  # a command taking it as an override has its own default
                 kwargs["required"] = True
             elif defaults and f.default is not None:
                 kwargs["default"] = f.default

@@ -173,7 +173,7 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
                 profile=profile, vocab=vocab, encoder=encoder, source=source, name=name, rows=writer.rows,
                 row_tokens=row_tokens, seed=seed, rows_sha256=writer.rows_sha256, supervised=writer.supervised,
                 stats=stats, parquet=(parquet_sha256, parquet_bytes), every_row=every_row, rows_format=config.format,
-            )
+                tokenizer=config.tokenizer)
             outputs.commit(record)
             record.paths = OutputPaths(outputs.parquet, outputs.record)
         except BaseException:

@@ -24,6 +24,7 @@ import yaml
 from sftpack.base.errors import UsageError
 from sftpack.base.safe_yaml import load_file, load_text
 from sftpack.base.version import sftpack_version
+from sftpack.builder.model_files import model_files
 
 
 @dataclass
@@ -148,7 +149,7 @@ class BuildRecord(_Section, Mapping):
 
     # rows_format: absent for parquet (a parquet build's record stays as it was); tokenizer_backends: absent from
     # records written before it was kept
-    OPTIONAL = ("rows_format", "tokenizer_backends")
+    OPTIONAL = ("rows_format", "tokenizer_backends", "model_files")
 
     name: str
     tokenizer: str
@@ -179,6 +180,7 @@ class BuildRecord(_Section, Mapping):
     versions: dict
     tokenizer_backends: dict | None = None  # engine -> packed conversations it encoded (the tokens are the same); a
     # conversation counts for the vocabulary's own engine when that engine encoded any of its text
+    model_files: dict | None = None  # a profile outside the package: its file, its rule's, the tokenizer directory
 
     def __getitem__(self, key):
         return self.to_dict()[key]
@@ -243,7 +245,7 @@ def read_record_beside(parquet) -> BuildRecord | None:
         return None
 
 
-def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_tokens: int, seed: int,
+def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_tokens: int, seed: int, tokenizer=None,
                 rows_sha256: str, supervised: int, stats: BuildStats, parquet: tuple[str, int],
                 every_row: bool = False, rows_format: str = "parquet") -> BuildRecord:
     """The record of a finished build: what it was asked (``name``, ``rows``, ...), what it used (``profile``,
@@ -288,6 +290,7 @@ def make_record(*, profile, vocab, encoder, source, name: str, rows: int, row_to
         versions={"sftpack": sftpack_version(), "pyarrow": version("pyarrow"), "tiktoken": version("tiktoken"),
                   "tokenizers": version("tokenizers")},
         tokenizer_backends=_backends(vocab, stats),
+        model_files=model_files(profile, tokenizer),
     )
 
 

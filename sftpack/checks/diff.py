@@ -158,7 +158,7 @@ def _attach_vocabs(a: Side, b: Side, tokenizers, model: str | None) -> None:
     cache: dict = {}
     for i, side in enumerate((a, b)):
         tok = tokenizers[min(i, len(tokenizers) - 1)]
-        who = model or side.record.get("model")
+        who = model  # else the record beside the rows names it (its profile file, when it keeps one)
         key = (who or side.build, str(tok) if tok else None)
         if key not in cache:
             try:

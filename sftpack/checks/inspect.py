@@ -19,9 +19,20 @@ from sftpack.checks.terminal import SUPERVISED_CLOSE, SUPERVISED_OPEN, paint, es
 from sftpack.rows.formats import open_rows_file
 
 
-def _model_beside(path: Path) -> str | None:
+def _model_name_beside(path: Path) -> str | None:
     record = read_record_beside(path)
     return record.model if record is not None and isinstance(record.model, str) else None
+
+
+def _model_beside(path: Path) -> tuple[str | None, str | None]:
+    """(model, tokenizer directory) the build record beside ``path`` names: its profile file when it keeps one."""
+    from sftpack.builder.model_files import model_of
+
+    record = read_record_beside(path)
+    if record is None:
+        return None, None
+    return model_of(record.model if isinstance(record.model, str) else None, record.model_files,
+                    str(record_path_beside(path)))
 
 
 def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str | None = None, required: bool = True):
@@ -33,7 +44,8 @@ def resolve_vocab(parquet: str | Path, model: str | None = None, tokenizer: str 
     parquet = Path(parquet)
     rows = open_rows_file(parquet)
     if model is None:
-        model = _model_beside(parquet)
+        model, kept = _model_beside(parquet)
+        tokenizer = tokenizer or kept
     if model is None:
         stated = built_as(rows.build_name)
         model = stated.model if stated is not None else None
@@ -180,7 +192,7 @@ def summarize(path: str | Path) -> dict:
     info = {
         "path": str(path),
         "build": rows.build_name,
-        "model": _model_beside(path),
+        "model": _model_name_beside(path),
         "built_as": _built_as(path, rows.build_name),
         "rows": nrows,
         "rows_sha256": figures["rows_sha256"],

@@ -15,14 +15,18 @@ from sftpack.rows.formats import get_row_format
 
 def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | None = None,
                    workers: int | None = None, progress: bool | None = None, keep: str | Path | None = None,
-                   on_mismatch=None) -> list[Check]:
+                   on_mismatch=None, model: str | None = None) -> list[Check]:
     """Build the rows ``declared`` describes into a temporary directory (or ``keep``) and verify them, including
     the tokenizer files used against the sha256s in the declaration. ``on_mismatch(parquet_path, checks)`` is called
     while the rebuilt rows still exist when their rows_sha256 does not match (``verify --against``)."""
     from sftpack.builder.config import BuildConfig
     from sftpack.builder.pipeline import build
 
-    model = declared.get("model")
+    if model is None:
+        model = declared.get("model")
+        if declared.get("kind") == "build record":  # a profile file outside the package: the record keeps where it is
+            model, kept = _model_files_of(declared["path"], model)
+            tokenizer = tokenizer or kept
     if not model:
         raise UsageError(f"{declared['path']}: names no model (top-level `model:`), so it cannot be rebuilt")
     missing = [k for k in ("name", "rows", "row_tokens", "seed") if k not in declared]
@@ -50,6 +54,14 @@ def verify_rebuild(declared: dict, source: str | None = None, tokenizer: str | N
     checks.insert(0, Check("rebuilt from", f"model {model}", f"--source {source}" + (f" --tokenizer {tokenizer}" if tokenizer else ""), None,
                            f"rows written to {keep}" if keep else "in a temporary directory, removed afterwards"))
     return checks
+
+
+def _model_files_of(path: str, model: str | None) -> tuple[str | None, str | None]:
+    from sftpack.base.safe_yaml import load_file
+    from sftpack.builder.model_files import model_of
+
+    data = load_file(Path(path))
+    return model_of(model, data.get("model_files") if isinstance(data, dict) else None, path)
 
 
 def _check_keep(keep: Path, name: str, suffix: str) -> None:

@@ -17,8 +17,9 @@ def add(sub):
     what.add_argument("--rows", metavar="ROWS.parquet", help="the rows parquet to check")
     what.add_argument("--rebuild", action="store_true", help="build the rows the recipe describes in a temporary "
                       "directory and check them (and the tokenizer files used)")
-    add_arguments(p, ("source", "tokenizer", "workers"), help_prefix="with --rebuild: ", defaults=False,
-                  notes={"source": "default: the declared source: hub for recipes", "workers": "default: all cores"})
+    add_arguments(p, ("model", "source", "tokenizer", "workers"), help_prefix="with --rebuild: ", defaults=False,
+                  notes={"model": "default: the declared model; the profile file a build record keeps",
+                         "source": "default: the declared source: hub for recipes", "workers": "default: all cores"})
     p.add_argument("--keep", metavar="DIR", help="with --rebuild: write the rebuilt rows to DIR instead of a temporary directory")
     p.add_argument("--against", metavar="OTHER.parquet", help="when rows_sha256 does not match, diff the rows with "
                    "OTHER.parquet (as `sftpack diff`): where they first differ and why")
@@ -31,8 +32,8 @@ def run(args) -> int:
     from sftpack.checks.declared import load_declared
     from sftpack.checks.verify import format_report, report_json, rows_mismatch, verdict, verify_rows
 
-    if not args.rebuild and (args.source or args.tokenizer or args.workers or args.keep):
-        raise UsageError("--source, --tokenizer, --workers and --keep go with --rebuild")
+    if not args.rebuild and (args.model or args.source or args.tokenizer or args.workers or args.keep):
+        raise UsageError("--model, --source, --tokenizer, --workers and --keep go with --rebuild")
     declared = load_declared(args.recipe)
     diffs = []
 
@@ -48,7 +49,7 @@ def run(args) -> int:
         open_rows_file(args.against)  # an unusable OTHER is exit 2 before any slow step
     if args.rebuild:
         checks = verify_rebuild(declared, args.source, args.tokenizer, args.workers, keep=args.keep,
-                                on_mismatch=against if args.against else None)
+                                on_mismatch=against if args.against else None, model=args.model)
         target = "rows rebuilt from it"
     else:
         checks = verify_rows(declared, args.rows)
