@@ -103,6 +103,8 @@ def main(argv=None) -> int:
     """The command line. Without ``argv`` it is the program (console script, ``python -m sftpack``): it keeps its
     SIGINT/SIGTERM handlers to the very end and leaves the process itself, see :func:`_exit`. With ``argv`` (tests,
     notebooks) it returns the exit code and puts the previous handlers back."""
+    words = [str(w) for w in (argv if argv is not None else sys.argv[1:])]
+    _RUNNING[:] = [next((w for w in words if not w.startswith("-")), "")]  # known before parsing: a signal may come
     if argv is not None:
         previous = interrupts.install()
         try:
@@ -126,7 +128,6 @@ def _run(argv) -> int:
 def _run_command(argv) -> int:
     try:
         args = make_parser().parse_args(argv)
-        _RUNNING[:] = [args.command]
         code = args.func(args)
         interrupts.check()  # a signal whose raise was lost in a finalizer, see sftpack.builder.interrupts
         return code
