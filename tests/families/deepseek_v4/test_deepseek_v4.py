@@ -78,8 +78,8 @@ def check(messages):
     for turn in rendered.turns:
         if turn.role == "assistant":
             assert messages[turn.message - 1]["role"] == "user"  # only answers to a user message are turns
-            assert text[turn.start:turn.body] == HEADER
-            assert text[turn.body:turn.end] == messages[turn.message]["content"] + EOS
+            assert text[turn.start:turn.body] == ASSISTANT
+            assert text[turn.body:turn.end] == "</think>" + messages[turn.message]["content"] + EOS
     headed = [i for i, m in enumerate(messages) if m["role"] == "assistant" and i > 0 and messages[i - 1]["role"] == "user"]
     assert [t.message for t in rendered.turns if t.role == "assistant"] == headed
 
