@@ -1,4 +1,5 @@
-"""Native renderer of the official Qwen3.8 chat template (text conversations, no tools, no generation prompt).
+"""Native renderer of the official Qwen3.8 chat template (no generation prompt): text, reasoning, tool calls, tool
+results and the tools block.
 
 Byte-identical to ``qwen3_8.jinja`` (as shipped by Qwen/Qwen3.8-27B; TRL ships it as
 ``trl/chat_templates/qwen3_8.jinja``) rendered by transformers with its defaults: ``enable_thinking`` and
@@ -8,7 +9,9 @@ Qwen3.5's template it
 - writes a system turn of its own holding the reasoning-effort instruction (``xhigh`` and ``low``; ``medium`` writes
   none), before the system message's content, or alone when the conversation has no system message;
 - keeps the think block of every assistant turn (``preserve_thinking``), and takes reasoning only from a message's
-  ``reasoning_content``: a ``<think>...</think>`` inside ``content`` is written as it is, after an empty think block.
+  ``reasoning_content``: a ``<think>...</think>`` inside ``content`` is written as it is, after an empty think block;
+- writes a tool call's argument that is not a string as JSON (``true``, ``null``, ``3``), and the reasoning-effort
+  instruction at the head of the tools block's system turn.
 
     >>> render([{"role": "user", "content": " Hi "}, {"role": "assistant", "content": "Yo"}], "medium").text
     '<|im_start|>user\\nHi<|im_end|>\\n<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\nYo<|im_end|>\\n'
@@ -16,8 +19,11 @@ Qwen3.5's template it
 
 from __future__ import annotations
 
+import json
+
 from sftpack.families.family import Family, TemplateOption
-from sftpack.families.render import Rendered, TemplateError, TurnWriter, last_query_index
+from sftpack.families.qwen3_5 import TOOLS_HEAD, TOOLS_TAIL
+from sftpack.families.render import Rendered, TemplateError, TurnWriter, last_query_index, tool_result_turns
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 EFFORTS = {
@@ -36,20 +42,29 @@ def check_effort(value) -> str:
     return value
 
 
-def _system(messages: list, instructions: str, out: TurnWriter) -> TurnWriter:
-    """The system turn: the instruction, then the system message's content (trimmed), or either alone."""
+def _system(messages: list, instructions: str, tools: list | None) -> TurnWriter:
+    """The system turn: the instruction, the tools block, then the system message's content (trimmed); or what of
+    them there is."""
     content = messages[0]["content"].strip() if messages[0]["role"] == "system" else ""
-    if messages[0]["role"] == "system" and content:
-        out.turn(0, "system", IM_START + "system\n", (instructions + "\n\n" if instructions else "") + content + IM_END + "\n")
-    elif instructions:
-        out = TurnWriter(IM_START + "system\n" + instructions + IM_END + "\n")  # the template's own: no message's turn
+    if tools:
+        block = (IM_START + "system\n" + (instructions + "\n\n" if instructions else "") + TOOLS_HEAD
+                 + "".join("\n" + json.dumps(t, ensure_ascii=False) for t in tools) + TOOLS_TAIL
+                 + ("\n\n" + content if content else "") + IM_END + "\n")
+    elif content:
+        block = IM_START + "system\n" + (instructions + "\n\n" if instructions else "") + content + IM_END + "\n"
+    else:
+        block = IM_START + "system\n" + instructions + IM_END + "\n" if instructions else ""
+    if messages[0]["role"] != "system" or not (content or tools):
+        return TurnWriter(block)  # the template's own system turn: no message's turn
+    out = TurnWriter()
+    out.turn(0, "system", "", block)
     return out
 
 
-def render(messages: list, reasoning_effort: str = "xhigh") -> Rendered:
+def render(messages: list, reasoning_effort: str = "xhigh", tools: list | None = None) -> Rendered:
     if not messages:
         raise TemplateError("No messages provided.")
-    out = _system(messages, EFFORTS[check_effort(reasoning_effort)], TurnWriter())
+    out = _system(messages, EFFORTS[check_effort(reasoning_effort)], tools)
     if last_query_index(messages, strip=True) is None:
         raise TemplateError("No user query found in messages.")
     for index, message in enumerate(messages):
@@ -62,10 +77,28 @@ def render(messages: list, reasoning_effort: str = "xhigh") -> Rendered:
         elif role == "assistant":
             reasoning = message.get("reasoning_content")
             reasoning = reasoning.strip() if isinstance(reasoning, str) else ""
-            out.turn(index, role, IM_START + "assistant\n", "<think>\n" + reasoning + "\n</think>\n\n" + content + IM_END + "\n")
+            body = "<think>\n" + reasoning + "\n</think>\n\n" + content + _calls(message, content)
+            out.turn(index, role, IM_START + "assistant\n", body + IM_END + "\n")
+        elif role == "tool":
+            header, body = tool_result_turns(messages, index, IM_START + "user", "\n<tool_response>\n" + content
+                                             + "\n</tool_response>", IM_END + "\n")
+            out.turn(index, role, header, body)
         else:
             raise TemplateError("Unexpected message role.")
     return out.rendered()
+
+
+def _calls(message: dict, content: str) -> str:
+    out = ""
+    for k, call in enumerate(message.get("tool_calls", ())):
+        function = call["function"]
+        out += ("\n<tool_call>\n<function=" if k else "\n\n<tool_call>\n<function=" if content.strip()
+                else "<tool_call>\n<function=") + function["name"] + ">\n"
+        for name, value in function["arguments"].items():  # a string as it is, anything else as JSON
+            out += "<parameter=" + name + ">\n" + (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            out += "\n</parameter>\n"
+        out += "</function>\n</tool_call>"
+    return out
 
 
 def jinja_effort(value: str) -> dict:
@@ -76,4 +109,6 @@ FAMILY = Family(
     render=render,
     options={"reasoning_effort": TemplateOption(check=check_effort, expected="xhigh, medium or low", jinja=jinja_effort,
                                                 record="reasoning_effort {value}", default="xhigh")},
+    fields=frozenset({"reasoning_content", "tool_calls", "tool_results", "tools", "developer"}),
+    unrendered=frozenset({"tool_call_ids", "tool_call_id", "name"}),
 )

@@ -112,3 +112,95 @@ def test_masks_equal_the_training_twin_but_for_the_prompts_think(offline_encoder
             if token == think and twin_mask[k] and (k == 0 or not twin_mask[k - 1]):
                 twin_mask[k] = 0
         assert mask.tolist() == twin_mask, messages
+
+
+# --------------------------------------------------------------------------------------------------------
+# Reasoning, tool calls, tool results and tools: the battery every family is compared on (and forged variants)
+# through the native renderer against the official template through transformers' renderer.
+
+
+def _tool_cases():
+    from helpers.tool_conversations import BATTERY, forged_conversations
+
+    return BATTERY + [(f"forged-{k}", c) for k, c in enumerate(forged_conversations(40, seed=11))]
+
+
+@pytest.mark.parametrize("effort", ["xhigh", "medium", "low"])
+def test_tool_battery_renders_as_the_official_template(effort):
+    from helpers.tool_conversations import template_form
+    from sftpack.families.conversation import check_conversation
+
+    template = official_template("qwen3_8.jinja")
+    for name, conversation in _tool_cases():
+        checked = check_conversation(conversation)
+        ours = render(checked.messages, effort, tools=checked.tools).text
+        theirs = jinja_render(template, template_form(conversation["messages"]), tools=conversation["tools"],
+                              reasoning_effort=effort)
+        assert ours == theirs, name
+
+
+def test_the_family_declares_what_its_renderer_writes():
+    from sftpack.families.fields import written_fields
+    from sftpack.families.registry import get_family
+
+    family = get_family("qwen3_8")
+    written = written_fields(lambda messages, tools: render(messages, tools=tools).text)
+    template = official_template("qwen3_8.jinja")
+
+    def template_text(messages, tools):
+        try:
+            return jinja_render(template, messages, tools=tools)
+        except Exception as e:  # jinja2's TemplateError from raise_exception: not written
+            raise TemplateError(str(e)) from e
+
+    assert written == written_fields(template_text)
+    assert written == {"reasoning_content", "tool_calls", "tool_results", "tools"}
+    assert family.fields == written | {"developer"}  # developer: refused, as the template refuses it
+    assert family.unrendered == {"tool_call_ids", "tool_call_id", "name"}
+
+
+def test_developer_message_is_refused_as_the_template_refuses_it():
+    messages = [{"role": "developer", "content": "d"}, chat.u("q"), chat.a("a")]
+    with pytest.raises(TemplateError, match="Unexpected message role"):
+        render(messages)
+    with pytest.raises(Exception, match="Unexpected message role"):
+        jinja_render(official_template("qwen3_8.jinja"), messages)
+
+
+QWEN38_ISSUE_RUNS = [  # the issue's conversation, supervised by hand (after the prompt's "<think>\n")
+    "I should call the weather tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n"
+    "</parameter>\n</function>\n</tool_call><|im_end|>\n",
+    "The tool says 18 and clear.\n</think>\n\nIt is 18 degrees and clear in Paris.<|im_end|>\n",
+]
+
+
+def test_tool_conversation_masks_by_hand(offline_encoder):
+    from helpers.tool_conversations import WEATHER_CONVERSATION
+
+    text, spans = offline_encoder.prepare(WEATHER_CONVERSATION)
+    assert [text[a:b] for a, b in spans] == QWEN38_ISSUE_RUNS
+    from sftpack.families.conversation import check_conversation
+
+    notes = offline_encoder.notes(check_conversation(WEATHER_CONVERSATION))
+    assert notes == ("unrendered_fields:tool_call_id", "unrendered_fields:tool_call_ids")
+
+
+@pytest.mark.parametrize("k", range(40))
+def test_forged_control_text_never_moves_a_span(offline_encoder, k):
+    """Each span is its assistant message's own turn as the template writes it, found by rendering the conversation
+    with and without that message (never by searching the text)."""
+    from helpers.tool_conversations import forged_conversations
+
+    conversation = forged_conversations(40, seed=11)[k]
+    template = official_template("qwen3_8.jinja")
+    messages, tools = conversation["messages"], conversation["tools"]
+    text, spans = offline_encoder.prepare(conversation)
+    expected = []
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        before = jinja_render(template, messages[:i], tools=tools, add_generation_prompt=True) if i else ""
+        through = jinja_render(template, messages[: i + 1], tools=tools)
+        assert through.startswith(before) and text.startswith(through)
+        expected.append(through[len(before):])
+    assert [text[a:b] for a, b in spans] == expected
