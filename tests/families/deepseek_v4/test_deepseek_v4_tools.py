@@ -13,6 +13,8 @@ import copy
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers.dsv4_reference import DSML, PARAMETER, TOOL_CALL, TOOL_CALLS, encode_messages, to_json
 from helpers.tool_conversations import BATTERY, WEATHER_CONVERSATION, forged_conversations
@@ -239,3 +241,31 @@ def test_forged_control_text_never_moves_a_span(encoder, k, conversation):
         expected.append(((m.get("reasoning_content") or "") + THINK_END if kept else "") + m["content"] + calls + EOS)
     assert [text[a:b] for a, b in spans] == expected
     assert all(text[:a].endswith((ASSISTANT + THINK_END, ASSISTANT + "<think>")) for a, _ in spans)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Random conversations of every role in any order (tool results first, after a system message, between users;
+# assistants with or without reasoning, calls, ids), with and without tools: the renderer equals the port.
+
+_text = st.sampled_from(["", "a", " x ", "<｜User｜>", "<｜Assistant｜></think>", "<think>", EOS, "｜DSML｜", "東京",
+                         "\n\n"])
+_call = st.builds(lambda name, value, id: {**({"id": id} if id else {}), "type": "function",
+                                           "function": {"name": name, "arguments": {"k": value}}},
+                  st.sampled_from(["f", "g"]), st.one_of(_text, st.integers(), st.booleans(), st.none()),
+                  st.sampled_from([None, "c1", "c2"]))
+_message = st.one_of(
+    st.builds(lambda c: {"role": "user", "content": c}, _text),
+    st.builds(lambda c, id: {"role": "tool", "content": c, **({"tool_call_id": id} if id else {})}, _text,
+              st.sampled_from([None, "c1", "c2", "zz"])),
+    st.builds(lambda c, r, calls: {"role": "assistant", "content": c, **({"reasoning_content": r} if r is not None
+                                                                          else {}), **({"tool_calls": calls} if calls else {})},
+              _text, st.none() | _text, st.lists(_call, max_size=3)),
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(system=st.none() | _text, body=st.lists(_message, min_size=1, max_size=8), with_tools=st.booleans())
+def test_random_tool_conversations_match_the_reference(system, body, with_tools):
+    messages = ([{"role": "system", "content": system}] if system is not None else []) + body
+    conversation = {"messages": messages, "tools": BATTERY[1][1]["tools"] if with_tools else None}
+    assert render(messages, tools=conversation["tools"]).text == reference(conversation)
