@@ -204,3 +204,28 @@ def test_forged_control_text_never_moves_a_span(offline_encoder, k):
         assert through.startswith(before) and text.startswith(through)
         expected.append(through[len(before):])
     assert [text[a:b] for a, b in spans] == expected
+
+
+def test_tool_masks_equal_the_training_twin_but_for_the_prompts_think(offline_encoder, hf_qwen38):
+    """The tool battery and its forged variants: TRL's twin marks the same tokens but the generation prompt's
+    ``<think>\\n`` (its ``<think>`` token, and its ``\\n`` where that is a token alone: before reasoning text)."""
+    from helpers.tool_conversations import template_form
+
+    twin = official_template("qwen3_8_training.jinja")
+    think, newline = hf_qwen38.convert_tokens_to_ids("<think>"), hf_qwen38.encode("\n", add_special_tokens=False)
+    compared = 0
+    for name, conversation in _tool_cases():
+        out = hf_qwen38.apply_chat_template(template_form(conversation["messages"]), tools=conversation["tools"],
+                                            chat_template=twin, tokenize=True, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+        ids, mask = offline_encoder(conversation)
+        assert ids.tolist() == out["input_ids"], name
+        twin_mask = list(out["assistant_masks"])
+        for k, token in enumerate(ids.tolist()):
+            if token == think and twin_mask[k] and (k == 0 or not twin_mask[k - 1]):
+                twin_mask[k] = 0
+                if [ids[k + 1].item()] == newline:
+                    twin_mask[k + 1] = 0
+        assert mask.tolist() == twin_mask, name
+        compared += 1
+    assert compared == len(_tool_cases())
