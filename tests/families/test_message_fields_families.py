@@ -170,7 +170,7 @@ def test_a_rule_inferred_from_text_alone_is_not_trusted_with_tool_conversations(
     with): from text conversations the inference cannot know that <|observation|> closes a turn calling a tool, so its
     spans would run over the tool result. The build checks the rule on tool conversations first: they are skipped,
     named, and text conversations build as before."""
-    directory = save_stand_in_dir("glm4_7_flash", tmp_path / "tok")
+    directory = save_stand_in_dir("glm4_7_flash", tmp_path / "tok", official_template("glm4_7_flash.jinja"))
     profile = load_profile("GLM-5.2-744B-A40B")
     encoder = make_encoder(profile, load_vocab(profile, str(directory), allow_unpinned=True))
     assert "<|observation|>" not in encoder.rule.end_markers and encoder.routing.refused
