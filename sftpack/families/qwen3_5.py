@@ -52,6 +52,12 @@ def render(messages: list, tools: list | None = None) -> Rendered:
     last_query = last_query_index(messages, strip=True)  # reasoning is rendered only for assistant turns after it
     if last_query is None:
         raise TemplateError("No user query found in messages.")
+    return write_turns(out, messages, lambda index, message, content: _assistant(message, content, index > last_query))
+
+
+def write_turns(out: TurnWriter, messages: list, assistant_body) -> Rendered:
+    """The turns after the system block, as the Qwen3.5 and Qwen3.8 templates write them; ``assistant_body(index,
+    message, stripped content)`` is the one place the two differ."""
     for index, message in enumerate(messages):
         role = message["role"]
         content = message["content"].strip()
@@ -61,7 +67,7 @@ def render(messages: list, tools: list | None = None) -> Rendered:
         elif role == "user":
             out.turn(index, role, IM_START + "user\n", content + IM_END + "\n")
         elif role == "assistant":
-            out.turn(index, role, IM_START + "assistant\n", _assistant(message, content, index > last_query))
+            out.turn(index, role, IM_START + "assistant\n", assistant_body(index, message, content))
         elif role == "tool":
             header, body = tool_result_turns(messages, index, IM_START + "user", "\n<tool_response>\n" + content
                                              + "\n</tool_response>", IM_END + "\n")

@@ -22,8 +22,8 @@ from __future__ import annotations
 import json
 
 from sftpack.families.family import Family, TemplateOption
-from sftpack.families.qwen3_5 import TOOLS_HEAD, TOOLS_TAIL
-from sftpack.families.render import Rendered, TemplateError, TurnWriter, last_query_index, tool_result_turns
+from sftpack.families.qwen3_5 import TOOLS_HEAD, TOOLS_TAIL, write_turns
+from sftpack.families.render import Rendered, TemplateError, TurnWriter, last_query_index
 
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 EFFORTS = {
@@ -67,25 +67,13 @@ def render(messages: list, reasoning_effort: str = "xhigh", tools: list | None =
     out = _system(messages, EFFORTS[check_effort(reasoning_effort)], tools)
     if last_query_index(messages, strip=True) is None:
         raise TemplateError("No user query found in messages.")
-    for index, message in enumerate(messages):
-        role, content = message["role"], message["content"].strip()
-        if role == "system":
-            if index != 0:
-                raise TemplateError("System message must be at the beginning.")
-        elif role == "user":
-            out.turn(index, role, IM_START + "user\n", content + IM_END + "\n")
-        elif role == "assistant":
-            reasoning = message.get("reasoning_content")
-            reasoning = reasoning.strip() if isinstance(reasoning, str) else ""
-            body = "<think>\n" + reasoning + "\n</think>\n\n" + content + _calls(message, content)
-            out.turn(index, role, IM_START + "assistant\n", body + IM_END + "\n")
-        elif role == "tool":
-            header, body = tool_result_turns(messages, index, IM_START + "user", "\n<tool_response>\n" + content
-                                             + "\n</tool_response>", IM_END + "\n")
-            out.turn(index, role, header, body)
-        else:
-            raise TemplateError("Unexpected message role.")
-    return out.rendered()
+    return write_turns(out, messages, _assistant)
+
+
+def _assistant(index: int, message: dict, content: str) -> str:
+    reasoning = message.get("reasoning_content")
+    reasoning = reasoning.strip() if isinstance(reasoning, str) else ""
+    return "<think>\n" + reasoning + "\n</think>\n\n" + content + _calls(message, content) + IM_END + "\n"
 
 
 def _calls(message: dict, content: str) -> str:
