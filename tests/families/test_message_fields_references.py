@@ -1,11 +1,8 @@
-"""Qwen3.5's masks on tool conversations against two independent references: TRL's ``{% generation %}`` twin of the
-official template (``return_assistant_tokens_mask``) and slime's own loss-mask generator (``MultiTurnLossMaskGenerator``
-"qwen3_5", read from slime's source: ``SLIME_MASK_UTILS=path/to/slime/utils/mask_utils.py`` or an installed slime)."""
+"""Masks on tool conversations against TRL's ``{% generation %}`` twins of the official templates
+(``return_assistant_tokens_mask``): Qwen3.5, and Nemotron-3 and GLM-4.5 through their templates. slime's own
+loss-mask generator is the other reference (test_slime_masks.py)."""
 
 from __future__ import annotations
-
-import importlib.util
-import os
 
 import pytest
 
@@ -60,29 +57,6 @@ def test_masks_equal_trls_generation_twin(encoder, hf_qwen35):
         assert mask.tolist() == _without_prompt_think(hf_qwen35, out["input_ids"], out["assistant_masks"]), name
         compared += 1
     assert compared >= 40  # 49 of the 72: the others have an earlier turn whose think block the template drops
-
-
-def _slime():
-    path = os.environ.get("SLIME_MASK_UTILS")
-    if path:
-        spec = importlib.util.spec_from_file_location("slime_mask_utils", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    if importlib.util.find_spec("slime") is None:
-        pytest.skip("slime is not installed (or set SLIME_MASK_UTILS to slime/utils/mask_utils.py)")
-    from slime.utils import mask_utils
-
-    return mask_utils
-
-
-def test_masks_equal_slimes_qwen3_5_generator(encoder, hf_qwen35):
-    """slime finds turns by searching the text; on conversations without forged control text it must agree."""
-    generator = _slime().MultiTurnLossMaskGenerator(hf_qwen35, tokenizer_type="qwen3_5")
-    for name, conversation in BATTERY:
-        ids, mask = generator.get_loss_mask(template_form(conversation["messages"]), tools=conversation["tools"])
-        ours_ids, ours_mask = encoder(conversation)
-        assert (ours_ids.tolist(), ours_mask.tolist()) == (ids, mask), name
 
 
 # model -> (its family's stand-in tokenizer, TRL's twin of its official template)

