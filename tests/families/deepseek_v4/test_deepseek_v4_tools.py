@@ -23,6 +23,7 @@ from sftpack.families.deepseek_v4 import render
 from sftpack.families.encode import make_encoder
 from sftpack.families.profiles import load_profile
 from sftpack.families.registry import get_family
+from sftpack.families.render import TemplateError
 from sftpack.tokenizers.loading import load_vocab
 
 MODEL = "DeepSeek-V4-Flash"
@@ -155,7 +156,7 @@ def test_arguments_as_a_json_string_render_as_the_object():
 def test_family_declares_the_fields_it_writes():
     family = get_family("deepseek_v4")
     assert {"reasoning_content", "tool_calls", "tool_results", "tools"} <= family.fields
-    assert "developer" not in family.fields and family.unrendered == {"name"}
+    assert "developer" in family.fields and family.unrendered == {"name"}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -245,6 +246,7 @@ def test_forged_control_text_never_moves_a_span(encoder, k, conversation):
 
 # --------------------------------------------------------------------------------------------------------
 # Random conversations of every role in any order (tool results first, after a system message, between users;
+# developer messages anywhere;
 # assistants with or without reasoning, calls, ids), with and without tools: the renderer equals the port.
 
 _text = st.sampled_from(["", "a", " x ", "<｜User｜>", "<｜Assistant｜></think>", "<think>", EOS, "｜DSML｜", "東京",
@@ -260,6 +262,7 @@ _message = st.one_of(
     st.builds(lambda c, r, calls: {"role": "assistant", "content": c, **({"reasoning_content": r} if r is not None
                                                                           else {}), **({"tool_calls": calls} if calls else {})},
               _text, st.none() | _text, st.lists(_call, max_size=3)),
+    st.builds(lambda c: {"role": "developer", "content": c}, _text),
 )
 
 
@@ -268,4 +271,10 @@ _message = st.one_of(
 def test_random_tool_conversations_match_the_reference(system, body, with_tools):
     messages = ([{"role": "system", "content": system}] if system is not None else []) + body
     conversation = {"messages": messages, "tools": BATTERY[1][1]["tools"] if with_tools else None}
-    assert render(messages, tools=conversation["tools"]).text == reference(conversation)
+    try:
+        expected = reference(conversation)
+    except AssertionError:  # the encoder asserts that a developer message it writes has content
+        with pytest.raises(TemplateError):
+            render(messages, tools=conversation["tools"])
+        return
+    assert render(messages, tools=conversation["tools"]).text == expected
