@@ -1,8 +1,11 @@
-"""SIGINT and SIGTERM held back while a thread or a process starts (:func:`signals_held`)."""
+"""SIGINT and SIGTERM held back while a thread or a process starts (:func:`signals_held`), and a forked child's
+signals (:func:`child_signals`)."""
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -33,3 +36,20 @@ def signals_held():
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held pending runs the handler now
         for signum in recorded:
             signal.raise_signal(signum)
+
+
+def child_signals(parent: int) -> None:
+    # Ctrl-C and SIGTERM are handled by the parent, which removes temporaries and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL) takes its children along: an orphaned worker would wait forever on its
+    # pipe, holding the output lock (inherited with fork) so that every re-run is refused.
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            return
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)

@@ -137,27 +137,10 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
     outputs = OutputFiles(config.out, names.stem, config.overwrite, row_format.suffix)
     # check the output directory before the slow steps, and the cluster (--ray) before loading anything
     with outputs, _encoding(config, profile, vocab, source) as encoding:
-        # A local source is opened first, so that its errors come before any tokenizer warning; the hub dataset
-        # is only downloaded once the tokenizer has passed its pin checks.
         clock = Clock()
-        remote = config.source == "hub" or hub_dataset(config.source)
-        if source is None and not remote:
-            source = open_source(config.source, revision=revision, sharegpt=config.sharegpt)
-        clock.mark("open_source_s")
-        if vocab is None:
-            vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
-        heap = huge_pages.heap_end() if every_row or rows * row_tokens >= huge_pages.PAYS_FROM_TOKENS else None
-        vocab.use_backend(config.tokenizer_backend)  # before the workers fork: they share it
-        collapsing = huge_pages.collapse_grown_heap(heap)  # the engines' tables, beside the rest of the start-up
-        clock.mark("load_vocab_s")
-        encoder = make_encoder(profile, vocab)
-        clock.mark("choose_renderer_s")
-        source = source or open_source(config.source, revision=revision, sharegpt=config.sharegpt)
-        order = permutation(len(source), seed)
-        clock.mark("open_hub_and_permute_s")
+        large = every_row or rows * row_tokens >= huge_pages.PAYS_FROM_TOKENS
+        vocab, encoder, source, order = _start(config, profile, vocab, source, revision, seed, large, clock)
         stats = BuildStats()
-        collapsing.join()  # before anything forks
-        clock.mark("huge_pages_s")
         writer = WriterProcess(partial(new_row_writer, config.format, outputs.tmp_parquet, row_tokens, name), row_tokens,
                                separate(None if every_row else rows, workers))
         try:
@@ -182,6 +165,33 @@ def _build(config: BuildConfig, vocab: Vocab | None, source: Source | None) -> B
         clock.mark("commit_s")
     clock.report(workers, writer, record)
     return record
+
+
+def _start(config: BuildConfig, profile, vocab: Vocab | None, source: Source | None, revision: str | None, seed: int,
+           large: bool, clock: Clock) -> tuple[Vocab, ConversationEncoder, Source, np.ndarray]:
+    """The build's start-up: the source opened, the tokenizer and its engines loaded, the renderer chosen, the
+    permutation drawn. ``large``: the engines' tables are moved onto huge pages (:mod:`sftpack.base.huge_pages`)."""
+    # A local source is opened first, so that its errors come before any tokenizer warning (its sha256 computed
+    # aside meanwhile); the hub dataset is only downloaded once the tokenizer has passed its pin checks.
+    remote = config.source == "hub" or hub_dataset(config.source)
+    if source is None and not remote:
+        source = open_source(config.source, revision=revision, sharegpt=config.sharegpt, hash_aside=True)
+    clock.mark("open_source_s")
+    if vocab is None:
+        vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
+    heap = huge_pages.heap_end() if large else None
+    vocab.use_backend(config.tokenizer_backend)  # before the workers fork: they share it
+    collapsing = huge_pages.collapse_grown_heap(heap)  # the engines' tables, beside the rest of the start-up
+    clock.mark("load_vocab_s")
+    encoder = make_encoder(profile, vocab)
+    clock.mark("choose_renderer_s")
+    source = source or open_source(config.source, revision=revision, sharegpt=config.sharegpt)
+    order = permutation(len(source), seed)
+    clock.mark("open_hub_and_permute_s")
+    collapsing.join()  # before anything forks
+    source.info.sha256  # read: the hash computed aside is collected before anything forks
+    clock.mark("huge_pages_s")
+    return vocab, encoder, source, order
 
 
 def _dataset_revision(config: BuildConfig) -> str | None:

@@ -31,6 +31,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from sftpack.base.signals import child_signals
 from sftpack.builder import interrupts
 
 POLL_SECONDS = 0.05  # how long the parent blocks on its workers before looking at recorded signals
@@ -286,20 +287,3 @@ def picklable(e: BaseException) -> BaseException:
         return e
     except Exception:
         return RuntimeError(f"{type(e).__name__}: {e}")
-
-
-def child_signals(parent: int) -> None:
-    # Ctrl-C and SIGTERM are handled by the parent, which removes temporaries and stops the workers.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    # A parent killed outright (SIGKILL) takes its workers along: an orphaned worker would wait forever on its
-    # pipe, holding the output lock (inherited with fork) so that every re-run is refused.
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            return
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os._exit(1)

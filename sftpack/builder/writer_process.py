@@ -12,7 +12,7 @@ pipe; the writer process copies the slot out, hands the slot back, and writes th
 writer (:func:`sftpack.rows.formats.new_row_writer`), which hashes them and writes the file exactly as in the
 build's process: the bytes do not depend on where it runs. An error there (a full disk) comes back as the same
 exception, raised by the next ``write`` or by ``close``; the process ignores SIGINT/SIGTERM and dies with the
-build (:func:`sftpack.builder.workers.child_signals`); :meth:`WriterProcess.abort` kills it.
+build (:func:`sftpack.base.signals.child_signals`); :meth:`WriterProcess.abort` kills it.
 
 A build that never fills a batch writes its rows in its own process at ``close`` (no fork for a few rows), and so
 does one of fewer than PROCESS_ROWS rows or of one worker, where the fork costs more than it saves (64 rows at 2
@@ -32,8 +32,8 @@ from typing import Callable
 import numpy as np
 
 from sftpack.base.errors import UsageError
-from sftpack.base.signals import signals_held
-from sftpack.builder.workers import child_signals, picklable, widen
+from sftpack.base.signals import child_signals, signals_held
+from sftpack.builder.workers import picklable, widen
 from sftpack.rows.model import Pieces, Row
 from sftpack.rows.writer import RowSink
 

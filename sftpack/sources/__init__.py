@@ -13,10 +13,12 @@ the conversations the rows need are ever read. Which reader opens a ``--source``
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
 
+from sftpack.base.aside import Aside
 from sftpack.base.bundled import SAMPLE_PATH
 from sftpack.base.errors import UsageError
 from sftpack.sources.base import (
@@ -46,13 +48,15 @@ __all__ = ["JsonLinesSource", "ListSource", "RESERVED_ID_PREFIX", "RowError", "S
            "open_source", "register_source_reader", "source_from_rows", "source_id"]
 
 
-def open_source(spec: str = "hub", *, revision: str | None = None, sharegpt: bool = False) -> Source:
+def open_source(spec: str = "hub", *, revision: str | None = None, sharegpt: bool = False,
+                hash_aside: bool = False) -> Source:
     """``hub`` (the Tulu 3 mixture at ``revision``, default the pinned one), ``sample`` (bundled synthetic sample),
     a path (``.parquet``, ``.jsonl``, ``.json``, ``.arrow``, a directory of parquet shards, a ``datasets``
     ``save_to_disk`` directory; any kind in ``SOURCE_READERS``), the URL of such a file or directory of shards
     (``s3://``, ``gs://``, ``hf://``: :mod:`sftpack.sources.remote`), or a hub dataset id ``ORG/NAME[@REVISION]``
     (``revision`` when no ``@``; default main). ``sharegpt``: the rows hold ShareGPT's ``conversations: [{from,
-    value}]``, read as messages."""
+    value}]``, read as messages. ``hash_aside``: a local source's ``info.sha256`` is computed in a forked process
+    while the caller goes on, and waited for when first read (:class:`sftpack.base.aside.Aside`)."""
     request = SourceRequest(spec, revision, sharegpt)
     if is_word(spec):
         return get_source_reader(spec)().open(request)
@@ -77,7 +81,7 @@ def open_source(spec: str = "hub", *, revision: str | None = None, sharegpt: boo
         raise UsageError(f"--source {spec}: cannot read it ({type(e).__name__}: {str(e)[:300]})") from e
     _check_first_row(source, spec)
     if source.info.sha256 is None:  # what identifies a local source in its build's record
-        source.info.sha256 = local_sha256(path)
+        source.info.sha256 = Aside(partial(local_sha256, path)) if hash_aside else local_sha256(path)
     return source
 
 

@@ -8,6 +8,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from sftpack.base.aside import Aside
 from sftpack.base.errors import UsageError
 from sftpack.base.hashing import file_sha256
 from sftpack.base.text import lone_surrogate
@@ -72,6 +73,25 @@ class RowError(Exception):
         self.row_id = row_id
 
 
+class _ReadWhenAsked:
+    """A dataclass field that may be given an :class:`~sftpack.base.aside.Aside` (a hash being computed while the
+    build starts): read, it is the Aside's result."""
+
+    def __set_name__(self, owner, name: str):
+        self.key = "_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return None  # the field's default
+        value = obj.__dict__.get(self.key)
+        if isinstance(value, Aside):
+            value = obj.__dict__[self.key] = value.result()
+        return value
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.key] = value
+
+
 @dataclass
 class SourceInfo:
     dataset: str  # "allenai/tulu-3-sft-mixture", "sample", the file name, or a hub dataset id
@@ -79,7 +99,8 @@ class SourceInfo:
     revision: str | None = None
     shape: str | None = None  # "sharegpt" when the rows were read from ShareGPT's `conversations`
     roles: dict | None = None  # then: ShareGPT `from` -> role
-    sha256: str | None = None  # a local source: its file's sha256 (a directory: of its files' names and sha256s)
+    # a local source: its file's sha256 (a directory: of its files' names and sha256s)
+    sha256: str | None = _ReadWhenAsked()
 
 
 class Source:
