@@ -14,6 +14,7 @@ field at a time, looked for in the output.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Callable
 
@@ -123,6 +124,37 @@ EXAMPLE = [  # what a rule's description shows: reasoning, a call, its result, a
 ]
 
 
+def tool_battery() -> list[tuple[str, Conversation]]:
+    """Tool conversations a rule is proved on where its template writes tool calls or reasoning: a call in the first,
+    a middle and the last turn, parallel calls with consecutive results, a call with content, a result last, a user
+    after a result, reasoning in earlier turns; checked as a build checks them."""
+    from sftpack.families.conversation import check_conversation
+
+    u, t = (lambda c: {"role": "user", "content": c}), (lambda c, id: {"role": "tool", "content": c, "tool_call_id": id})
+
+    def a(content, reasoning=None, *calls):
+        return {"role": "assistant", "content": content, **({"reasoning_content": reasoning} if reasoning else {}),
+                **({"tool_calls": [{"id": id, "type": "function", "function": {
+                    "name": "get_weather", "arguments": {"city": city}}} for id, city in calls]} if calls else {})}
+
+    paris, lyon = ("call_1", "Paris"), ("call_2", "Lyon")
+    conversations = {
+        "tool call first": EXAMPLE,
+        "tool call middle": [{"role": "system", "content": "Be brief."}, u("hi"), a("hello"), u("Paris, then Lyon?"),
+                             a("", "Paris first.", paris), t("18C", "call_1"), a("", "Now Lyon.", lyon),
+                             t("21C", "call_2"), a("18C and 21C.", "Both back.")],
+        "tool call last": [u("Paris?"), a("", "Call it.", paris)],
+        "parallel calls, consecutive results": [u("Paris and Lyon?"), a("", "Two cities.", paris, lyon),
+                                                t("18C", "call_1"), t("21C", "call_2"), a("18C, 21C.", "Both.")],
+        "call with content": [u("Paris?"), a("Looking it up.", None, paris), t("18C", "call_1"), a("18C.")],
+        "tool result last": [u("Paris?"), a("", "Call it.", paris), t("18C", "call_1")],
+        "user after a result": [u("Paris?"), a("", "Call it.", paris), t("18C", "call_1"), a("18C."), u("Thanks!"),
+                                a("You are welcome.", "Polite.")],
+        "reasoning in earlier turns": [u("1"), a("one", "r1"), u("2"), a("two", "r2"), u("3"), a("three", "r3")],
+    }
+    return [(name, check_conversation({"messages": m, "tools": EXAMPLE_TOOLS})) for name, m in conversations.items()]
+
+
 def describe_fields(render) -> list[str]:
     """How a rule supervises reasoning, tool calls and tool results on ``render``'s template (a
     :class:`~sftpack.families.jinja.JinjaRenderer`): which fields the template writes, and what is supervised of
@@ -155,14 +187,16 @@ def tool_span_check(render) -> str:
     calling a tool: GLM's ``<|observation|>``)."""
     from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 
-    for conversation in (EXAMPLE, EXAMPLE[:3], [*EXAMPLE[:3], *EXAMPLE[2:]]):
+    plain = [{k: v for k, v in m.items() if k != "reasoning_content"} for m in EXAMPLE]  # harmony places these
+    for conversation in (EXAMPLE, EXAMPLE[:3], [*EXAMPLE[:3], *EXAMPLE[2:]], plain, plain[:3]):
         try:
             rendered = close_final_turn(render(conversation, EXAMPLE_TOOLS), render.rule)
             spans = supervised_spans(rendered, conversation, render.rule)
         except (TemplateError, RuleMismatch):
             continue  # the template refuses the conversation: a build skips such conversations anyway
         for m in conversation:
-            if m["role"] != "assistant" and any(m["content"] in rendered.text[a:b] for a, b in spans):
+            written = {m["content"], json.dumps(m["content"])[1:-1]}  # as it is, or inside a JSON string (harmony)
+            if m["role"] != "assistant" and any(w in rendered.text[a:b] for a, b in spans for w in written):
                 return (f"rule {render.rule.name!r} would supervise a {m['role']} message of a tool conversation: its "
                         "end_of_turn misses the marker that closes a turn calling a tool")
     return ""

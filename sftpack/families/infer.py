@@ -70,11 +70,12 @@ class TemplateRunner:
         self.trailer = ""
         self.trailer = self._trailer()
 
-    def __call__(self, messages: list, add_generation_prompt: bool = False) -> str:
+    def __call__(self, messages: list, add_generation_prompt: bool = False, tools: list | None = None) -> str:
         try:
             pieces, written = [], 0
+            given = {"tools": tools} if tools is not None else {}
             for piece in self._compiled.generate(messages=messages, add_generation_prompt=add_generation_prompt,
-                                                 **self.variables):
+                                                 **given, **self.variables):
                 written += len(piece)
                 if written > MAX_RENDERED_CHARS:  # the build's cap: a template looping over its input stops here too
                     raise RenderTooLarge(f"the template wrote more than {MAX_RENDERED_CHARS:,} characters")

@@ -7,7 +7,8 @@ piece of a marker at either end of the content, which the template's own text be
 ``[e~[`` overlaps itself: content ending in ``[e~`` followed by the template's ``[e~[`` holds an earlier
 ``[e~[``) - and the turns are found in that sanitized text. A turn ends at the first end marker followed by the
 rule's separator. A template whose output changes length when content changes that way is refused
-(``TemplateError``) rather than guessed; a turn that still cannot be placed is :class:`TurnNotFound`. A template
+(``TemplateError``) rather than guessed; a turn that still cannot be placed, or a header outside every placed turn
+(a turn no message was given: one message written under two headers), is :class:`TurnNotFound`. A template
 that rewrites content into a marker (``replace('@@END@@', '<|im_end|>')``) would place a turn where content says:
 it is refused when compiled (:class:`ControlTextRewrite`). The proof of a rule and the build use this one renderer,
 so what a proof showed unforgeable stays so at build.
@@ -174,7 +175,16 @@ class JinjaRenderer:
                 raise TurnNotFound(f"cannot locate the end of message {index}'s turn")
             turns.append(Turn(index, message["role"], m.start(), m.end(), end))
             cursor = end - self._opens_next(probe, end)
+        self._check_no_other_turn(probe, turns)
         return Rendered(text, tuple(turns))
+
+    def _check_no_other_turn(self, probe: str, turns: list) -> None:
+        """A header outside every placed turn is a turn no message was given (harmony writes a last answer's
+        reasoning and its text as two messages): the conversation cannot be placed, never half supervised."""
+        for m in self._header_re.finditer(probe):
+            if not any(t.start <= m.start() < t.end for t in turns):
+                raise TurnNotFound(f"the template writes a {self.rule.role} turn at character {m.start()} that is no "
+                                   f"{self.rule.role} message's: a message written under two headers cannot be placed")
 
     def _sanitized_value(self, value):
         """Every string in ``value`` (a message field: a string, or tool calls' and tools' objects and lists, their

@@ -13,6 +13,10 @@ control text forged inside user and assistant content), for each assistant messa
   change when later turns are added in a way that changes the supervised text, and the template is refused;
 - **forgery**: replacing every control text inside contents by neutral text of the same length moves no span.
 
+Where the template writes tool calls or reasoning, the tool battery (:func:`~sftpack.families.fields.tool_battery`)
+is proved too, with its tools and every name of the reasoning, unless the build does not trust the rule with tool
+conversations (:func:`~sftpack.families.fields.tool_span_check`): then they are counted as skipped, as it skips them.
+
 A conversation the template (or the Jinja path) refuses is counted as skipped, as the build skips it.
 
     >>> from sftpack.families.infer import TemplateRunner, infer_rule
@@ -26,12 +30,14 @@ A conversation the template (or the Jinja path) refuses is counted as skipped, a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from sftpack.base.errors import UsageError
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.infer import TemplateRunner, common_prefix
 from sftpack.families.conversation import assistant_first
-from sftpack.families.jinja import MAX_RENDERED_CHARS, ControlTextRewrite, JinjaRenderer
+from sftpack.families.fields import tool_battery, tool_span_check, written_fields
+from sftpack.families.jinja import MAX_RENDERED_CHARS, ControlTextRewrite, JinjaRenderer, template_messages
 from sftpack.families.profiles import MaskRule, list_mask_rules, load_mask_rule
 from sftpack.families.render import TemplateError
 
@@ -49,12 +55,14 @@ class ProofReport:
     turns: int = 0
     skipped: dict = field(default_factory=dict)  # reason -> count
     stops: tuple = ()  # the end-of-turn markers every assistant turn was checked to supervise
+    tool_conversations: int = 0  # of ``conversations``: with tool calls, tool results and reasoning
 
     def line(self) -> str:
         """What was checked, and what was not: the conversations the build skips too, by the reason it counts."""
         unchecked = [f"{n} {reason}" for reason, n in sorted(self.skipped.items())]
         stops = f", each supervised from the end of its generation prompt through {' or '.join(self.stops)}" if self.stops else ""
-        return (f"proved on {self.conversations} conversations ({self.turns} assistant turns{stops})"
+        tools = f"{self.tool_conversations} with tool calls, results and reasoning; " if self.tool_conversations else ""
+        return (f"proved on {self.conversations} conversations ({tools}{self.turns} assistant turns{stops})"
                 + (f"; not checked: {', '.join(unchecked)} (skipped so by a build through the template)" if unchecked else ""))
 
 
@@ -142,17 +150,13 @@ def prove(render: TemplateRunner, rule: MaskRule, conversations: list, extra: tu
     neutral = [t for t in control_texts([*known_rules(), rule], extra) if "think>" not in t]
     report = ProofReport(stops=rule.end_markers)
     for name, messages in conversations:
-        if assistant_first(messages):  # the build skips them (assistant_first): nothing to prove
-            report.skipped["assistant_first"] = report.skipped.get("assistant_first", 0) + 1
-            continue
-        try:
-            _prove_one(render, jinja, rule, messages, neutral, report)
-        except TemplateError:
-            report.skipped["template_error"] = report.skipped.get("template_error", 0) + 1
-            continue
-        except _Refused as e:
-            raise ProofFailure(f"rule {rule.name!r} is refused on conversation {name!r}: {e}") from None
-        report.conversations += 1
+        _prove_conversation(name, render, jinja, rule, messages, neutral, report)
+    for name, conversation in _tool_conversations(jinja, report):
+        tools = conversation.tools
+        proved = report.conversations
+        _prove_conversation(name, _WithTools(render, tools), partial(jinja, tools=tools), rule, conversation.messages,
+                            neutral, report)
+        report.tool_conversations += report.conversations - proved
     if report.conversations < MIN_PROVED:
         raise ProofFailure(f"rule {rule.name!r} is refused: {report.line()}, fewer than the {MIN_PROVED} conversations "
                            "a proof needs")
@@ -161,6 +165,43 @@ def prove(render: TemplateRunner, rule: MaskRule, conversations: list, extra: tu
 
 class _Refused(Exception):
     pass
+
+
+def _prove_conversation(name, render, jinja, rule, messages, neutral, report) -> None:
+    if assistant_first(messages):  # the build skips them (assistant_first): nothing to prove
+        report.skipped["assistant_first"] = report.skipped.get("assistant_first", 0) + 1
+        return
+    try:
+        _prove_one(render, jinja, rule, messages, neutral, report)
+    except TemplateError:
+        report.skipped["template_error"] = report.skipped.get("template_error", 0) + 1
+        return
+    except _Refused as e:
+        raise ProofFailure(f"rule {rule.name!r} is refused on conversation {name!r}: {e}") from None
+    report.conversations += 1
+
+
+def _tool_conversations(jinja: JinjaRenderer, report: ProofReport) -> list:
+    """The tool battery where the template writes tool calls or reasoning; none where the build skips tool
+    conversations for this rule (:func:`~sftpack.families.fields.tool_span_check`), counted as it counts them."""
+    if not written_fields(jinja.text_of) & {"tool_calls", "reasoning_content"}:
+        return []
+    conversations = tool_battery()
+    if tool_span_check(jinja):
+        report.skipped["template_error"] = report.skipped.get("template_error", 0) + len(conversations)
+        return []
+    return conversations
+
+
+class _WithTools:
+    """``render`` for one tool conversation: given its tools, and its reasoning under every name templates read it
+    by, as the build's Jinja path gives them."""
+
+    def __init__(self, render: TemplateRunner, tools: list | None):
+        self.render, self.tools = render, tools
+
+    def __call__(self, messages: list, add_generation_prompt: bool = False) -> str:
+        return self.render(template_messages(messages), add_generation_prompt, tools=self.tools)
 
 
 def _renderer(render: TemplateRunner, rule: MaskRule, special_tokens) -> JinjaRenderer:
@@ -230,7 +271,8 @@ def _prove_turn(render, jinja, rule, messages, text, turn, start, end) -> None:
         raise _Refused(f"message {i}: the marker that ends its turn is not supervised ({_short(supervised)})")
     if i == len(messages) - 1 and supervised != alone:
         raise _Refused(f"message {i}: supervised {supervised!r}, but the template writes {alone!r} after the generation prompt")
-    if _normalized(supervised, rule) != _normalized(alone, rule):
+    if _normalized(supervised, rule) != _normalized(alone, rule) and not _reasoning_dropped(
+            _without_end(supervised, rule), _without_end(alone, rule), messages[i]):
         raise _Refused(f"message {i}: the template writes it as {_short(supervised)} when later messages follow, "
                        f"but as {_short(alone)} as the conversation's last")
 
@@ -250,11 +292,27 @@ def _normalized(supervised: str, rule: MaskRule) -> str:
             break
     if supervised.startswith("<think>"):  # a reasoning opener the prompt holds (content "<think>..." left open)
         supervised = supervised[len("<think>"):]
+    return _without_end(supervised, rule).strip()
+
+
+def _without_end(supervised: str, rule: MaskRule) -> str:
     for marker in rule.end_markers:
         if supervised.endswith(marker + rule.after_end_of_turn):
-            supervised = supervised[: len(supervised) - len(marker + rule.after_end_of_turn)]
-            break
-    return supervised.strip()
+            return supervised[: len(supervised) - len(marker + rule.after_end_of_turn)]
+    return supervised
+
+
+def _reasoning_dropped(supervised: str, alone: str, message: dict) -> bool:
+    """Whether ``supervised`` is ``alone`` less one piece holding the message's reasoning whole: a template that
+    writes reasoning on the last turn only, in markup of its own (harmony's analysis channel, which holds a tool
+    call's content where the message has no reasoning)."""
+    thought = (message.get("reasoning_content") or message["content"] if message.get("tool_calls") else
+               message.get("reasoning_content") or "").strip()
+    if not thought:
+        return False
+    head = len(common_prefix(supervised, alone))
+    tail = len(common_prefix(supervised[head:][::-1], alone[head:][::-1]))
+    return head + tail == len(supervised) and thought in alone[head: len(alone) - tail]
 
 
 def _short(text: str) -> str:

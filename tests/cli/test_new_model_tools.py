@@ -55,6 +55,22 @@ def test_a_rule_that_would_supervise_a_tool_result_is_flagged():
     assert not any(line.startswith("WARNING") for line in shipped)
 
 
+def test_a_rule_that_would_supervise_a_json_written_tool_result_is_flagged():
+    """gpt-oss writes a tool result as a JSON string (its quotes escaped): the rule inferred from text conversations
+    ends a turn at <|end|>, not at the <|call|> that closes a call, so its span would run over the escaped result."""
+    from sftpack.families.fields import tool_span_check
+    from sftpack.families.infer import infer_rule
+    from sftpack.families.jinja import JinjaRenderer
+    from sftpack.families.profiles import load_mask_rule
+
+    template, clock = official_template("gpt_oss.jinja"), {"strftime_now": lambda fmt: "2025-08-05"}
+    inferred = infer_rule(template, "harmonylike", clock).rule
+    assert "<|call|>" not in inferred.end_markers
+    assert tool_span_check(JinjaRenderer(template, inferred, clock)).startswith(
+        "rule 'harmonylike' would supervise a tool message")
+    assert tool_span_check(JinjaRenderer(template, load_mask_rule("gpt_oss"), clock)) == ""
+
+
 def test_lfm2_5s_own_generation_markers_agree_on_tool_conversations(tmp_path, capsys):
     """LFM2.5's template carries {% generation %} itself: a profile new-model writes for it supervises exactly the
     tokens its return_assistant_tokens_mask marks, on the battery and forged tool conversations (reasoning as
