@@ -157,27 +157,56 @@ def tool_battery() -> list[tuple[str, Conversation]]:
 
 def describe_fields(render) -> list[str]:
     """How a rule supervises reasoning, tool calls and tool results on ``render``'s template (a
-    :class:`~sftpack.families.jinja.JinjaRenderer`): which fields the template writes, and what is supervised of
-    :data:`EXAMPLE`; one line each, for ``new-model``'s printed rule."""
+    :class:`~sftpack.families.jinja.JinjaRenderer`): which fields the template writes, what is supervised of
+    :data:`EXAMPLE` (without its reasoning where the Jinja path cannot place it), and of reasoning in earlier turns;
+    one line each, for ``new-model``'s printed rule."""
     from sftpack.families.mask import close_final_turn, supervised_spans
 
     written = written_fields(render.text_of)
     lines = ["message fields the template writes: " + (", ".join(sorted(written)) or "none beyond role and content"),
              "and writes nothing of (counted as unrendered_fields): " + (", ".join(sorted(set(FIELDS) - written)) or "none")]
-    try:
-        rendered = close_final_turn(render(EXAMPLE, EXAMPLE_TOOLS), render.rule)
-    except TemplateError as e:
-        return lines + [f"a conversation with a tool call cannot be placed ({e}): such conversations are skipped "
-                        "(template_error)"]
+    plain = [{k: v for k, v in m.items() if k != "reasoning_content"} for m in EXAMPLE]
+    for conversation in (EXAMPLE, plain):
+        try:
+            rendered = close_final_turn(render(conversation, EXAMPLE_TOOLS), render.rule)
+            break
+        except TemplateError as e:
+            lines.append(f"a tool conversation {'with' if conversation is EXAMPLE else 'without'} reasoning cannot be "
+                         f"placed ({e}): such conversations are skipped (template_error)")
+    else:
+        return lines
     text = rendered.text
-    spans = supervised_spans(rendered, EXAMPLE, render.rule)
+    spans = supervised_spans(rendered, conversation, render.rule)
     lines += [f"supervised, turn {k + 1} of a tool conversation: {text[a:b]!r}" for k, (a, b) in enumerate(spans)]
     refused = tool_span_check(render)
     if refused:
         lines.append(f"WARNING: {refused}; a build skips tool conversations (template_error) until end_of_turn has it")
     else:
         lines.append("tool results, the tools block, system and user text: never supervised")
-    return lines
+    return lines + _reasoning_lines(render)
+
+
+def _reasoning_lines(render) -> list[str]:
+    """Whether the reasoning of an answer a later user message follows is written, and supervised."""
+    from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
+
+    earlier, last = "Earlier reasoning.", "Last reasoning."
+    messages = [{"role": "user", "content": "1"}, {"role": "assistant", "content": "one", "reasoning_content": earlier},
+                {"role": "user", "content": "2"}, {"role": "assistant", "content": "two", "reasoning_content": last}]
+    try:
+        rendered = close_final_turn(render(messages), render.rule)
+        spans = supervised_spans(rendered, messages, render.rule)
+    except (TemplateError, RuleMismatch) as e:
+        return [f"a conversation with reasoning in two answers cannot be placed ({e}): skipped (template_error)"]
+    supervised = [rendered.text[a:b] for a, b in spans]
+
+    def state(reasoning: str, turn: str) -> str:
+        if reasoning in turn:
+            return "supervised"
+        return "written, not supervised" if reasoning in rendered.text else "dropped by the template"
+
+    return [f"reasoning of the last answer: {state(last, supervised[-1])}; of an answer a later user message "
+            f"follows: {state(earlier, supervised[0])}"]
 
 
 def tool_span_check(render) -> str:

@@ -183,8 +183,8 @@ class JinjaRenderer:
         reasoning and its text as two messages): the conversation cannot be placed, never half supervised."""
         for m in self._header_re.finditer(probe):
             if not any(t.start <= m.start() < t.end for t in turns):
-                raise TurnNotFound(f"the template writes a {self.rule.role} turn at character {m.start()} that is no "
-                                   f"{self.rule.role} message's: a message written under two headers cannot be placed")
+                raise TurnNotFound(f"the template writes the rule's header at character {m.start()} outside every "
+                                   "placed turn: a message written under two headers cannot be placed")
 
     def _sanitized_value(self, value):
         """Every string in ``value`` (a message field: a string, or tool calls' and tools' objects and lists, their

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from helpers.family_vocabs import save_template_stand_in_dir
-from helpers.shared import official_template
+from helpers.shared import jinja_render, official_template
+from helpers.tool_conversations import template_form
 from sftpack.cli import main
 
 # fixture -> (EOS, the fields the template writes, the supervised turn that calls the tool, written out by hand from
@@ -14,6 +15,9 @@ from sftpack.cli import main
 WRITES = "reasoning_content, tool_calls, tool_results, tools"
 CASES = {
     "qwen3_5.jinja": ("<|im_end|>", WRITES, "I should call the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
+                                            "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>\n"),
+    # keeps every answer's reasoning (the printed rule says the earlier one is supervised)
+    "qwen3_8.jinja": ("<|im_end|>", WRITES, "I should call the tool.\n</think>\n\n<tool_call>\n<function=get_weather>\n"
                                             "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>\n"),
     "glm4_5.jinja": ("<|endoftext|>", WRITES, "\n<think>I should call the tool.</think>\n<tool_call>get_weather\n"
                                               "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call><|observation|>"),
@@ -36,6 +40,12 @@ def test_the_printed_rule_says_how_tool_calls_and_reasoning_are_supervised(file,
     assert "# and writes nothing of (counted as unrendered_fields): " in out and "tool_call_id" in out
     assert f"# supervised, turn 1 of a tool conversation: {turn!r}\n" in out
     assert "# tool results, the tools block, system and user text: never supervised" in out
+    # an earlier answer's reasoning: supervised where the template writes it (transformers' render says whether)
+    two = [{"role": "user", "content": "1"}, {"role": "assistant", "content": "one", "reasoning_content": "Earlier reasoning."},
+           {"role": "user", "content": "2"}, {"role": "assistant", "content": "two", "reasoning_content": "Last reasoning."}]
+    kept = "Earlier reasoning." in jinja_render(official_template(file), template_form(two))
+    assert (f"# reasoning of the last answer: supervised; of an answer a later user message follows: "
+            f"{'supervised' if kept else 'dropped by the template'}\n") in out
 
 
 def test_a_rule_that_would_supervise_a_tool_result_is_flagged():
