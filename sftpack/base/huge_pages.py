@@ -35,10 +35,13 @@ def heap_end() -> int | None:
 
 def collapse_grown_heap(since: int | None) -> threading.Thread:
     """A started thread collapsing the heap's whole huge pages above ``since`` (a :func:`heap_end`): what was
-    allocated in between. ``madvise`` runs without the GIL, beside the build's start-up; join the thread before
-    forking, so that the children share the huge pages. Whatever fails (an old kernel, a page in use) leaves the
-    memory as it was: the same bytes either way, in smaller pages."""
-    thread = threading.Thread(target=collapse_above, args=(since,), name="sftpack-huge-pages", daemon=True)
+    allocated in between. The range is read here and the thread only calls ``madvise``, which runs without the GIL:
+    from its start, beside the rest of the build's start-up, even a constructor that holds the GIL. Join the thread
+    before forking, so that the children share the huge pages. Whatever fails (an old kernel, a page in use) leaves
+    the memory as it was: the same bytes either way, in smaller pages."""
+    call = _collapse_call(since)
+    thread = threading.Thread(target=call[0] if call else None, args=call[1:] if call else (),
+                              name="sftpack-huge-pages", daemon=True)
     with signals_held():
         thread.start()
     return thread
@@ -46,20 +49,27 @@ def collapse_grown_heap(since: int | None) -> threading.Thread:
 
 def collapse_above(since: int | None) -> int:
     """Collapse the heap's whole huge pages above ``since``, here; the bytes asked for (0: none, or it failed)."""
+    call = _collapse_call(since)
+    if call is not None and call[0](*call[1:]) == 0:
+        return call[2]
+    return 0
+
+
+def _collapse_call(since: int | None) -> tuple | None:
+    """``(madvise, start, length, MADV_COLLAPSE)`` for the heap's whole huge pages above ``since``, or None."""
     span = _heap()
     if since is None or span is None or not enabled():
-        return 0
+        return None
     low = (max(since, span[0]) + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1)
     high = span[1] & ~(HUGE_PAGE - 1)
-    if high > low:
-        try:
-            madvise = ctypes.CDLL(None, use_errno=True).madvise
-        except (OSError, AttributeError):
-            return 0
-        madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        if madvise(low, high - low, MADV_COLLAPSE) == 0:
-            return high - low
-    return 0
+    if high <= low:
+        return None
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return None
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    return madvise, low, high - low, MADV_COLLAPSE
 
 
 def _heap() -> tuple[int, int] | None:

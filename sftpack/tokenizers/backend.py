@@ -270,11 +270,12 @@ _ENGINES: dict[str, QuicktokEncoding | None] = {}
 _KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # encoding -> its key, once computed
 
 
-def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:
+def quicktok_for(encoding, backend: str = "auto", built=None) -> QuicktokEncoding | None:
     """The quicktok engine for a tiktoken ``encoding``, or None: tiktoken encodes everything (``backend`` is
     ``"tiktoken"``, the encoding is not one quicktok implements, or the package is missing or broken, which is
     warned about once). Built once per vocabulary and process, from tables cached on disk
-    (:mod:`sftpack.tokenizers.quicktok_tables`)."""
+    (:mod:`sftpack.tokenizers.quicktok_tables`); ``built()``, if given, is called once the engine's tables are
+    allocated, before it is checked against tiktoken."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown tokenizer backend {backend!r}; known: {', '.join(BACKENDS)}")
     scanner = SCANNERS.get(pattern(encoding))
@@ -292,7 +293,7 @@ def quicktok_for(encoding, backend: str = "auto") -> QuicktokEncoding | None:
         tables = QuicktokTables(encoding, scanner[0])
         key = _KEYS[encoding] = tables.key
     if key not in _ENGINES:
-        _ENGINES[key] = _build(encoding, scanner, tables or QuicktokTables(encoding, scanner[0]))
+        _ENGINES[key] = _build(encoding, scanner, tables or QuicktokTables(encoding, scanner[0]), built)
     return _ENGINES[key]
 
 
@@ -302,11 +303,17 @@ def forget_engines() -> None:
     _KEYS.clear()
 
 
-def _build(encoding, scanner: tuple[str, bool], tables: QuicktokTables) -> QuicktokEncoding | None:
+def _build(encoding, scanner: tuple[str, bool], tables: QuicktokTables, built=None) -> QuicktokEncoding | None:
+    fast, broken = None, None
     try:
         fast = QuicktokEncoding(tables.load(), dict(special_tokens(encoding)), UnsafeTable(scanner[1]))
-        broken = _self_check(fast, encoding)
     except Exception as e:  # a broken install: a missing data file, an incompatible build
+        broken = f"{type(e).__name__}: {str(e)[:200]}"
+    if built is not None and fast is not None:
+        built()
+    try:
+        broken = broken or _self_check(fast, encoding)
+    except Exception as e:  # a build that loads but does not encode
         broken = f"{type(e).__name__}: {str(e)[:200]}"
     if broken:
         _warn_once(f"quicktok-v1 cannot be used ({broken}): tokenizing with tiktoken only (the same tokens, slower)")

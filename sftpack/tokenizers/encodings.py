@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from sftpack.tokenizers.engine_internals import mergeable_ranks, special_tokens
+from sftpack.tokenizers.engine_internals import deferred_encoding, mergeable_ranks, special_tokens
 
 _ENCODINGS: dict[tuple, object] = {}
 
@@ -19,10 +19,8 @@ def encoding(source_sha256: str, name: str, pat_str: str, special_tokens: dict[s
     """The ``tiktoken.Encoding`` of the ranks ``ranks()`` reads from a file whose sha256 is ``source_sha256``; made
     here the first time in this process."""
 
-    def make():
-        import tiktoken
-
-        return tiktoken.Encoding(name, pat_str=pat_str, mergeable_ranks=ranks(), special_tokens=special_tokens)
+    def make():  # its core made when first used (a build: beside the huge-page collapse, see use_backend)
+        return deferred_encoding(name, pat_str, ranks(), special_tokens)
 
     return memo((source_sha256, name, pat_str, tuple(sorted(special_tokens.items()))), make)
 

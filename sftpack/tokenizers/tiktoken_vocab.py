@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from sftpack.base.text import lone_surrogate
 from sftpack.tokenizers import encodings
 from sftpack.tokenizers.backend import (engine_runs, join_runs, plan_concatenated, quicktok_for, tiktoken_name,
                                         trie_pattern)
-from sftpack.tokenizers.engine_internals import special_tokens
+from sftpack.tokenizers.engine_internals import build_core, special_tokens
 from sftpack.tokenizers.layout import byte_layout
 from sftpack.tokenizers.vocab import Batch, EncodeError, PlannedBatch, Spans, Vocab, VocabInfo
 
@@ -63,9 +63,10 @@ class TiktokenVocab(Vocab):
         self.long_input = long_input
         self.fast = None  # quicktok, for the texts it encodes exactly (use_backend)
 
-    def use_backend(self, backend: str) -> None:
+    def use_backend(self, backend: str, built: Callable[[], None] | None = None) -> None:
         # long inputs are cut by a rule of their own (Kimi's): tiktoken keeps them
-        self.fast = quicktok_for(self.enc, backend) if self.long_input is None else None
+        self.fast = quicktok_for(self.enc, backend, built) if self.long_input is None else None
+        build_core(self.enc)  # tiktoken's tables too, before a build's workers fork
 
     def engine_names(self) -> tuple[str, str]:
         return tiktoken_name(), (self.fast.name if self.fast is not None else tiktoken_name())

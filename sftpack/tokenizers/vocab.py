@@ -20,7 +20,7 @@ is. Two engines:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -61,8 +61,10 @@ class Vocab:
     def encode(self, text: str) -> np.ndarray:
         return self.encode_masked(text, ())[0]
 
-    def use_backend(self, backend: str) -> None:
-        """Choose the engine that encodes (:mod:`sftpack.tokenizers.backend`); the tokens never depend on it."""
+    def use_backend(self, backend: str, built: Callable[[], None] | None = None) -> None:
+        """Choose the engine that encodes (:mod:`sftpack.tokenizers.backend`) and make it ready; the tokens never
+        depend on it. ``built`` is called once a newly made engine's tables are allocated, before the rest of its
+        start-up (a build moves them onto huge pages there)."""
 
     def engine_names(self) -> tuple[str, str]:
         """The engines that encode (:attr:`Batch.fast` False, True), as the build record names them."""

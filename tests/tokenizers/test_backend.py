@@ -219,6 +219,31 @@ def test_broken_package_falls_back_to_tiktoken_with_one_warning(engines, monkeyp
     assert len(warnings) == 2 and "differ" in warnings[0] and "no data file" in warnings[1]
 
 
+def test_built_is_called_once_the_engine_is_made_before_its_check(engines, monkeypatch):
+    """``built`` (where a build starts moving the tables onto huge pages) comes after quicktok's constructor and
+    before the check against tiktoken, once per engine made; a vocabulary's tiktoken core is made by use_backend."""
+    import quicktok
+
+    from sftpack.tokenizers.engine_internals import deferred_encoding, mergeable_ranks, pattern, special_tokens
+
+    monkeypatch.setattr(backend, "_ENGINES", {})
+    monkeypatch.setattr(backend, "_KEYS", backend.weakref.WeakKeyDictionary())
+    events = []
+    check = backend._self_check
+    monkeypatch.setattr(backend, "_self_check", lambda fast, enc: events.append("check") or check(fast, enc))
+    constructor = quicktok.Tokenizer
+    monkeypatch.setattr(quicktok, "Tokenizer", lambda *a: events.append("constructed") or constructor(*a))
+    enc = engines["qwen3"][1]
+    assert quicktok_for(enc, "auto", lambda: events.append("built")) is not None
+    assert quicktok_for(enc, "auto", lambda: events.append("built")) is not None  # made already: not again
+    assert events == ["constructed", "built", "check"]
+    vocab = engines["qwen3"][0]
+    deferred = deferred_encoding(enc.name, pattern(enc), mergeable_ranks(enc), special_tokens(enc))
+    monkeypatch.setattr(vocab, "enc", deferred)
+    vocab.use_backend("tiktoken")
+    assert "_core_bpe" in vars(deferred)  # made here, before a build forks: its workers share it
+
+
 def test_special_tokens_that_prefix_each_other_keep_tiktoken():
     import tiktoken
 
