@@ -61,11 +61,16 @@ def test_pickled_it_is_its_result():
     assert pickle.loads(pickle.dumps(Aside(lambda: "abc"))) == "abc"
 
 
-def test_a_source_opened_with_hash_aside_records_its_sha256(tmp_path):
+def test_a_large_source_opened_with_hash_aside_records_its_sha256(tmp_path, monkeypatch):
+    import sftpack.sources
+
     path = tmp_path / "rows.jsonl"
     path.write_text('{"id": "a", "messages": [{"role": "user", "content": "hi"}]}\n')
-    source = open_source(str(path), hash_aside=True)
     expected = hashlib.sha256(path.read_bytes()).hexdigest()
+    small = open_source(str(path), hash_aside=True)
+    assert small.info.__dict__["_sha256"] == expected  # hashed here: a fork would cost more than the hash
+    monkeypatch.setattr(sftpack.sources, "ASIDE_FROM_BYTES", path.stat().st_size)
+    source = open_source(str(path), hash_aside=True)
     assert isinstance(source.info.__dict__["_sha256"], Aside)  # not computed yet when opened
     assert source.info.sha256 == expected
     assert pickle.loads(pickle.dumps(source.info)).sha256 == expected
