@@ -179,17 +179,17 @@ def _start(config: BuildConfig, profile, vocab: Vocab | None, source: Source | N
     clock.mark("open_source_s")
     if vocab is None:
         vocab = load_vocab(profile, config.tokenizer, allow_unpinned=config.allow_unpinned)
-    heap, collapsing = huge_pages.heap_end() if large else None, []
+    before, collapsing = huge_pages.anonymous_memory() if large else None, []
     # quicktok's tables are collapsed from the moment they are allocated, beside tiktoken's core (the wait: 0.1 s -> 0)
-    vocab.use_backend(config.tokenizer_backend, lambda: collapsing.append(huge_pages.collapse_grown_heap(heap)))
-    collapsing = collapsing or [huge_pages.collapse_grown_heap(heap)]  # an engine made by an earlier build, or none
+    vocab.use_backend(config.tokenizer_backend, lambda: collapsing.extend(huge_pages.collapse(huge_pages.new_memory(before))))
     clock.mark("load_vocab_s")
     encoder = make_encoder(profile, vocab)
     clock.mark("choose_renderer_s")
     source = source or open_source(config.source, revision=revision, sharegpt=config.sharegpt)
     order = permutation(len(source), seed)
     clock.mark("open_hub_and_permute_s")
-    collapsing[0].join()  # before anything forks
+    for thread in collapsing:  # before anything forks
+        thread.join()
     source.info.sha256  # read: the hash computed aside is collected before anything forks
     clock.mark("huge_pages_s")
     return vocab, encoder, source, order
