@@ -31,6 +31,7 @@ from sftpack.base.hub import reachable
 from sftpack.tokenizers import encodings
 from sftpack.tokenizers.engine_internals import special_tokens
 from sftpack.tokenizers.quicktok_o200k import derive_o200k_base, tiktoken_cache_holding
+from sftpack.tokenizers.ranks_cache import cached_ranks
 from sftpack.tokenizers.tokenizer_json import load_tokenizer_json
 from sftpack.tokenizers.tiktoken_vocab import TiktokenVocab
 from sftpack.tokenizers.vocab import Vocab, VocabInfo
@@ -60,7 +61,7 @@ def load_offline_qwen3(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     sha256 = hashlib.sha256(data).hexdigest()
 
     def ranks() -> dict[bytes, int]:
-        parsed = parse_ranks(data)
+        parsed = cached_ranks(data, sha256, parse_ranks)
         if len(parsed) != QWEN3_FIRST_ADDED_ID or max(parsed.values()) != QWEN3_FIRST_ADDED_ID - 1:
             raise UsageError(f"{ranks_file}: expected {QWEN3_FIRST_ADDED_ID:,} ranks, found {len(parsed):,}")
         return parsed
@@ -181,7 +182,8 @@ def load_offline_qwen(eos_token: str = "<|im_end|>") -> TiktokenVocab:
     data = ranks_file.read_bytes()
     sha256 = hashlib.sha256(data).hexdigest()
     specials = {token: index for index, token in QWEN3_5_SPECIAL_TOKENS}
-    enc = encodings.encoding(sha256, "qwen3_5", QWEN3_5_PAT_STR, specials, lambda: parse_ranks(data))
+    enc = encodings.encoding(sha256, "qwen3_5", QWEN3_5_PAT_STR, specials,
+                             lambda: cached_ranks(data, sha256, parse_ranks))
     # The ids every Qwen3.5 trace shows; a wrong order here would silently shift every special token.
     check_special_ids(specials, "Qwen3.5", (("<|endoftext|>", 248044), ("<|im_start|>", 248045), ("<|im_end|>", 248046),
                                             ("<think>", 248068)))

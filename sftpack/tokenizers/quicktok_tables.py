@@ -22,6 +22,7 @@ from sftpack.base.cache import cache_dir, publish, staging_dir
 from sftpack.tokenizers.engine_internals import (build_quicktok_tables, mergeable_ranks, special_tokens,
                                                 write_quicktok_files)
 from sftpack.tokenizers.quicktok_vocab import vocab_bytes
+from sftpack.tokenizers.ranks_cache import known_vocab
 
 NAME = "sftpack"  # the encoding's name inside an entry
 FORMAT = 1  # the layout of an entry; a new one never reads an old one
@@ -45,8 +46,10 @@ class QuicktokTables:
 
     def __init__(self, encoding, scanner: str):
         self.encoding, self.scanner = encoding, scanner
-        self.vocab = vocab_bytes(mergeable_ranks(encoding))  # 0.07 s for Qwen3.5's 248k ranks
-        self.ranks_sha256 = _sha256(self.vocab)
+        ranks = mergeable_ranks(encoding)
+        # from the ranks' cache entry where they were read from one (sftpack.tokenizers.ranks_cache), else 0.07 s
+        known = known_vocab(ranks)
+        self.vocab, self.ranks_sha256 = known if known is not None else (vocab := vocab_bytes(ranks), _sha256(vocab))
         rest = json.dumps({"format": FORMAT, "scanner": scanner, "quicktok": _quicktok_version(),
                            "special_tokens": sorted(special_tokens(encoding).items())})
         self.key = f"{self.ranks_sha256}-{_sha256(rest.encode())[:16]}"
