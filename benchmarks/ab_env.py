@@ -68,9 +68,9 @@ def main() -> None:
     def build(model: str, on: bool) -> dict:  # build_bench's build, the setting made by the environment
         if args.against is not None:
             return build_bench.run_build(source, args.rows, args.workers, out / model,
-                                         code=HERE.parent if on else args.against.resolve())
+                                         code=HERE.parent if on else args.against.resolve(), memory=False)
         os.environ[args.setting] = args.values[0] if on else args.values[1]
-        return build_bench.run_build(source, args.rows, args.workers, out / model)
+        return build_bench.run_build(source, args.rows, args.workers, out / model, memory=False)
 
     same = True
     try:

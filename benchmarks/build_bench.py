@@ -13,7 +13,8 @@
 2. Builds at 1 worker (the baseline: ``--baseline-rows``, default the same ``--rows``) and at each of ``--workers``,
    each in a subprocess: wall time, the build's own phase timings (``SFTPACK_TIMINGS``: start-up, the parent's
    wait for results, the writer thread, the workers' read/prepare/tokenize seconds), and each process's peak RSS and
-   anonymous memory sampled from ``/proc/PID/status`` (``ru_maxrss`` would also count the pages a fork shares).
+   anonymous memory sampled from ``/proc/PID/status`` (``ru_maxrss`` would also count the pages a fork shares) and
+   their PSS from ``smaps_rollup`` every 0.5 s (reading it costs CPU the build would otherwise have).
 3. Floor: tiktoken ``encode_ordinary_batch`` with ``--floor-threads`` threads (default 1) over exactly the
    rendered texts the baseline consumed;
    and the CPU's own ceiling: the same texts split over P forked processes of 1 thread each (how far pure
@@ -22,7 +23,7 @@
    per-character mask), one process (needs ``../shared``; ``--reference-sample 0`` skips it).
 5. ``--turns N``: instead of 2-4, the build at the first ``--workers`` count and the floor, N times in turns, after a
    first build that fills the caches: the median and spread of build / floor (``--source-format parquet``: from a
-   parquet file, what the hub serves).
+   parquet file, what the hub serves). The timed builds run without the memory sampler.
 6. ``--compare-backend``: each measured build again with ``--tokenizer-backend tiktoken`` (the same bytes, checked),
    the baseline measured in the same run for the speed of the default backend.
 Prints ratios: build / floor at 1 worker, parallel efficiency against 1 worker, memory peaks per process, and the
@@ -138,10 +139,12 @@ class MemorySampler:
     """Peak VmRSS / RssAnon / RssFile of the build process and of every process below it, every ``interval``, and
     the peaks of the processes' PSS summed at one instant, each shared page counted once: ``pss_total``, every page
     (the memory-mapped source's too, while mapped), and ``pss_own``, anonymous and shared memory only: what the
-    build allocates, the source's page cache left out."""
+    build allocates, the source's page cache left out. PSS is read every ``pss_every``-th sample only: reading
+    ``smaps_rollup`` walks each process's page tables, 21 ms of CPU for a 2-worker build's 4 processes, which at
+    every sample took 2.8 CPU-s from a 9 s build on 2 cores (its wall 1.2-1.5 s longer)."""
 
-    def __init__(self, pid: int, interval: float = 0.02):
-        self.pid, self.interval = pid, interval
+    def __init__(self, pid: int, interval: float = 0.02, pss_every: int = 25):
+        self.pid, self.interval, self.pss_every = pid, interval, pss_every
         self.peaks: dict[int, dict] = {}
         self.pss_total = self.pss_own = 0
         self._stop = threading.Event()
@@ -149,15 +152,18 @@ class MemorySampler:
         self._thread.start()
 
     def _run(self) -> None:
+        sample = 0
         while not self._stop.is_set():
             todo, seen = [self.pid], []
             while todo:
                 pid = todo.pop()
                 seen.append(pid)
                 todo += _children(pid)
-            pss = [_pss(pid) for pid in seen]
-            self.pss_total = max(self.pss_total, sum(p.get("Pss", 0) for p in pss))
-            self.pss_own = max(self.pss_own, sum(p.get("Pss_Anon", 0) + p.get("Pss_Shmem", 0) for p in pss))
+            if sample % self.pss_every == 0:
+                pss = [_pss(pid) for pid in seen]
+                self.pss_total = max(self.pss_total, sum(p.get("Pss", 0) for p in pss))
+                self.pss_own = max(self.pss_own, sum(p.get("Pss_Anon", 0) + p.get("Pss_Shmem", 0) for p in pss))
+            sample += 1
             for pid in seen:
                 status = _status(pid)
                 if status:
@@ -188,8 +194,10 @@ def compiled(code: Path) -> None:
         _COMPILED.add(code)
 
 
-def run_build(source: Path, rows, workers: int, out: Path, backend: str = "auto", code: Path = HERE.parent) -> dict:
-    """One build in a process of its own, with the sftpack of the checkout ``code`` (this one by default)."""
+def run_build(source: Path, rows, workers: int, out: Path, backend: str = "auto", code: Path = HERE.parent,
+              memory: bool = True) -> dict:
+    """One build in a process of its own, with the sftpack of the checkout ``code`` (this one by default); its memory
+    sampled from /proc unless ``memory`` is false (a build timed against a floor: the sampler takes CPU from it)."""
     timings = out / "timings.json"
     cmd = [sys.executable, "-m", "sftpack", "build", "--model", MODEL, "--source", str(source), "--rows", str(rows),
            "--out", str(out), "--workers", str(workers), "--overwrite", "--no-progress", "--tokenizer-backend", backend]
@@ -199,13 +207,13 @@ def run_build(source: Path, rows, workers: int, out: Path, backend: str = "auto"
     t = time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, env=env, cwd=code)  # python -m puts the cwd first
-    sampler = MemorySampler(proc.pid)
+    sampler = MemorySampler(proc.pid) if memory else None
     if proc.wait() != 0:
         raise SystemExit(f"build failed: {' '.join(cmd)}")
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the build and the workers it reaped
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    memory = sampler.stop()
+    memory = sampler.stop() if sampler else None
     import yaml
 
     (path,) = out.glob("*.build.yaml")
@@ -441,7 +449,7 @@ def turns(source: Path, args, workers: int, out: Path, results: dict, save) -> N
           + ", ".join(f"{k} {v:.2f}" for k, v in first["timings"]["parent"].items() if k.endswith("_s") and v >= 0.01))
     rounds = results["turns"] = []
     for k in range(args.turns):
-        build = run_build(source, args.rows, workers, out / f"turn{k}")
+        build = run_build(source, args.rows, workers, out / f"turn{k}", memory=False)
         assert build["rows_sha256"] == first["rows_sha256"], "a turn's build wrote other rows"
         floor_s, _ = floor(texts, args.floor_threads)
         rounds.append({"wall_s": build["wall_s"], "floor_s": floor_s, "timings": build["timings"]})
