@@ -45,6 +45,7 @@ def jinja_options(args, template: str) -> dict:
     """The template variables a new jinja profile pins: each ``--template-option`` (a YAML scalar), and ``date``
     when the template reads the clock."""
     from sftpack.base import safe_yaml
+    from sftpack.families.jinja import clock_calls
     from sftpack.families.template_vars import check_date, clock_reads
 
     options = {}
@@ -55,7 +56,7 @@ def jinja_options(args, template: str) -> dict:
                              "(--date pins the clock)")
         parsed = safe_yaml.load_text(value, f"--template-option {key}") if value else ""
         options[key] = parsed if isinstance(parsed, (str, bool, int, float)) else value
-    if clock_reads(template):
+    if clock_reads(template) or clock_calls(template, {}):
         try:
             options["date"] = check_date(args.date)
         except ValueError as e:

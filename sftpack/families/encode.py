@@ -22,7 +22,7 @@ from sftpack.families.fields import FieldRouting, tool_span_check, written_field
 from sftpack.families.mask import RuleMismatch, close_final_turn, supervised_spans
 from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
 from sftpack.families.jinja import MAX_RENDERED_CHARS, JinjaRenderer, RenderTooLarge  # noqa: F401 (the cap, named here too)
-from sftpack.families.template_vars import jinja_variables, options_text, unpinned_clock
+from sftpack.families.template_vars import jinja_variables, options_text, refused_clock, unpinned_clock
 from sftpack.families.render import Renderer, TemplateError
 from sftpack.tokenizers.backend import trie_pattern
 from sftpack.tokenizers.vocab import EncodeError, Vocab
@@ -161,13 +161,20 @@ def template_variables(profile: Profile, vocab: Vocab) -> dict:
             variables.update(resolve(option.jinja)(profile.template_options[name]))
     if profile.family.render is None:  # a jinja profile's template variables, its clock pinned to its date
         variables.update(jinja_variables(profile.template_options))
+    for name, refused in refused_clock().items():  # a clock no option pins: reading it is refused, never the day's
+        variables.setdefault(name, refused)
     return {k: v for k, v in variables.items() if v is not None}
 
 
 def check_clock(profile: Profile, vocab: Vocab) -> None:
     """Refuse a jinja profile whose template reads the clock without a pinned date: its rows would depend on the day."""
+    from sftpack.families.jinja import clock_calls
+
     template = vocab.info.chat_template
-    unpinned = unpinned_clock(template, template_variables(profile, vocab)) if template and profile.family.render is None else []
+    if not template or profile.family.render is not None:
+        return
+    variables = template_variables(profile, vocab)
+    unpinned = unpinned_clock(template, variables, clock_calls(template, variables))
     if unpinned:
         raise UsageError(f"{profile.path}: the chat template reads the clock ({', '.join(unpinned)}) and the profile "
                          "pins no date, so its rows would depend on the day they are built: add template_options: "
@@ -358,15 +365,27 @@ def _check_template_sha256(profile: Profile, vocab: Vocab) -> None:
                       f"profile was proven against ({profile.template_sha256[:16]}...)")
 
 
-@lru_cache(maxsize=16)
 def get_encoder(model: str, tokenizer: str | None = None) -> ConversationEncoder:
     """The encoder of ``model`` (a profile name) with its tokenizer (``tokenizer``: a local directory or
     tokenizer.json), loaded once per process and reused: loading ranks and probing the renderer take a second.
-    ``encoder(messages)`` gives ``(token ids, loss mask)`` as numpy arrays."""
+    A profile or rule file of the user's that changes makes a new one. ``encoder(messages)`` gives ``(token ids,
+    loss mask)`` as numpy arrays."""
+    profile = load_profile(model)
+    rule = profile.rule if profile.loss_mask != INFERRED else None
+    return _encoder(model, tokenizer, repr(profile), repr(rule))
+
+
+@lru_cache(maxsize=16)
+def _encoder(model: str, tokenizer: str | None, profile_text: str, rule_text: str) -> ConversationEncoder:
+    """The encoder of ``get_encoder``, made once for each profile and rule as they read (``profile_text``,
+    ``rule_text``)."""
     from sftpack.tokenizers.loading import load_vocab
 
     profile = load_profile(model)
     return make_encoder(profile, load_vocab(profile, tokenizer))
+
+
+get_encoder.cache_clear = _encoder.cache_clear  # the encoders made so far dropped
 
 
 def encode_conversation(messages, model: str, tokenizer: str | None = None) -> dict:

@@ -24,6 +24,7 @@ import re
 
 from sftpack.families.profiles import MaskRule
 from sftpack.families.render import Rendered, TemplateError, Turn
+from sftpack.families.template_vars import CLOCKS
 
 MARKER = re.compile(r"<[^<>\s]+>|\[[^\[\]\s]+\]|\][^\s\[\]]*\[")  # <|im_end|>, [EOS], ]~b] / [e~[: one token each
 REASONING_MARKERS = ("<think>", "</think>")  # content semantics: templates split reasoning off at them
@@ -98,6 +99,26 @@ def compile_template(template: str):
         else:
             os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = previous
     return _compile_jinja_template(template)
+
+
+def clock_calls(template: str, variables: dict) -> list[str]:
+    """The clock functions a render of a short conversation calls, whichever way the template reaches them (a name of
+    its own: ``{% set c = strftime_now %}{{ c('%Y') }}``, which its text does not show)."""
+    called = set()
+
+    def recording(name):
+        def clock(*args, **kwargs):
+            called.add(name)
+            return ""
+        return clock
+
+    given = {**variables, **{name: recording(name) for name in CLOCKS}}
+    try:
+        "".join(compile_template(template).generate(messages=[{"role": "user", "content": "q"},
+                                                              {"role": "assistant", "content": "a"}], **given))
+    except Exception:  # the template's own refusals, or one that does not compile: named where it is rendered
+        pass
+    return sorted(called)
 
 
 def template_messages(messages: list) -> list:

@@ -188,8 +188,17 @@ def load_mask_rule(name: str, local: Path | None = None) -> MaskRule:
     return _load_rule_file(path)
 
 
-@lru_cache(maxsize=None)
+def _packaged(path: Path, kind: str) -> bool:
+    """Whether ``path`` is one of sftpack's own files (``configs`` or ``masks``), which a process reads once; a file of
+    the user's is read as it is at each load, so that a build never uses an edited file's earlier contents."""
+    return path.parent == resource_dir(kind)
+
+
 def _load_rule_file(path: Path) -> MaskRule:
+    return _load_packaged_rule(path) if _packaged(path, "masks") else _read_rule_file(path)
+
+
+def _read_rule_file(path: Path) -> MaskRule:
     data = check(read_yaml(path), RULE_KEYS, path)
     for key in ("end_of_turn", "skip_after_header"):
         if isinstance(data[key], list):
@@ -199,6 +208,9 @@ def _load_rule_file(path: Path) -> MaskRule:
     if data["name"] != path.stem:
         raise UsageError(f"{path}: key 'name': {data['name']!r} differs from the file name (allowed: {path.stem!r})")
     return MaskRule(**data, path=path)
+
+
+_load_packaged_rule = lru_cache(maxsize=None)(_read_rule_file)
 
 
 def list_mask_rules() -> list[str]:
@@ -221,13 +233,16 @@ def _profile_path(model: str) -> Path:
                      "file PATH.yaml)", whole=True)
 
 
-@lru_cache(maxsize=None)
 def load_profile(model: str) -> Profile:
     """The profile of ``model`` (case-insensitive; ``Qwen/Qwen3.5-122B-A10B`` also works), or of a profile
     file ``PATH.yaml`` (its rule is looked for in ``../masks/`` beside it first)."""
     if not isinstance(model, str):
         raise UsageError(f"model must be a profile name (a string), not {type(model).__name__}")
     path = _profile_path(model)
+    return _load_packaged_profile(path) if _packaged(path, "configs") else _read_profile(path)
+
+
+def _read_profile(path: Path) -> Profile:
     data = check(read_yaml(path), PROFILE_KEYS, path)
     problem = plain_name_problem(data["build_name"], f"{path}: key 'build_name'")  # it names the files, as --name
     if problem:
@@ -274,6 +289,9 @@ def load_profile(model: str) -> Profile:
         template_sha256=data["template_sha256"],
         template_unavailable=data["template_unavailable"],
     )
+
+
+_load_packaged_profile = lru_cache(maxsize=None)(_read_profile)
 
 
 def _check_template_options(options: dict, allowed: dict[str, TemplateOption], path: Path) -> dict:

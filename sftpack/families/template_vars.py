@@ -19,6 +19,7 @@ import datetime
 import re
 
 from sftpack.base.errors import UsageError
+from sftpack.families.render import TemplateError
 
 CLOCKS = ("strftime_now", "now")  # transformers' clock, and the name other Jinja hosts give theirs
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -49,11 +50,29 @@ def clock_variables(date: str) -> dict:
     return {"strftime_now": day.strftime, "now": lambda: day}
 
 
+class ClockRefused:
+    """A clock the profile does not pin: calling it is refused (the template's error for the conversation), so that no
+    row holds the day it was built, whichever way the template reaches the clock (the text check reads only direct
+    calls: ``{% set c = strftime_now %}{{ c('%Y') }}`` passes it)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, *args, **kwargs):
+        raise TemplateError(f"the chat template reads the clock ({self.name}) and the profile pins no date, so its rows "
+                            "would depend on the day they are built: add template_options: {date: YYYY-MM-DD}")
+
+
+def refused_clock() -> dict:
+    """Every clock name bound to :class:`ClockRefused`: what a template without a pinned date reads."""
+    return {name: ClockRefused(name) for name in CLOCKS}
+
+
 def jinja_variables(options: dict) -> dict:
-    """A ``jinja`` profile's ``template_options`` as the template's variables: ``date`` pins the clock."""
+    """A ``jinja`` profile's ``template_options`` as the template's variables: ``date`` pins the clock, and without
+    one the clock is refused."""
     variables = {k: v for k, v in options.items() if k != "date"}
-    if "date" in options:
-        variables.update(clock_variables(options["date"]))
+    variables.update(clock_variables(options["date"]) if "date" in options else refused_clock())
     return variables
 
 
@@ -70,9 +89,11 @@ def check_jinja_options(options: dict, path) -> dict:
     return dict(options)
 
 
-def unpinned_clock(template: str, variables: dict) -> list[str]:
-    """The clock functions ``template`` calls that ``variables`` do not pin."""
-    return [name for name in clock_reads(template) if name not in variables]
+def unpinned_clock(template: str, variables: dict, called=()) -> list[str]:
+    """The clock functions that ``template`` calls, by its text or in ``called`` (those a render called:
+    :func:`sftpack.families.jinja.clock_calls`), and that ``variables`` do not pin."""
+    unpinned = {name for name in CLOCKS if isinstance(variables.get(name, ClockRefused(name)), ClockRefused)}
+    return sorted(unpinned & (set(clock_reads(template)) | set(called)))
 
 
 def options_text(options: dict) -> str:

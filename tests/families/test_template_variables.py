@@ -116,3 +116,70 @@ def test_a_jinja_profile_refuses_a_date_that_is_no_date(clock_model, capsys):
 
     with pytest.raises(Exception, match=r"template_options.date': the pinned date must be YYYY-MM-DD"):
         load_profile(str(profile))
+
+
+# the clock reached through a name of the template's own: the text check cannot see it, the renders do
+ALIAS = CLOCK.replace("Today Date: {{ strftime_now('%d %b %Y') }}",
+                      "{% set clock = strftime_now %}Today Date: {{ clock('%d %b %Y') }}")
+
+
+def test_a_clock_reached_through_another_name_is_pinned_by_new_model_and_refused_unpinned(tmp_path, monkeypatch, capsys):
+    from sftpack.families.template_vars import clock_reads
+
+    assert ALIAS != CLOCK and clock_reads(ALIAS) == []
+    directory = save_template_stand_in_dir(tmp_path / "tokenizer", ALIAS, "<|eot_id|>", "<|begin_of_text|>")
+    assert main(["new-model", "--tokenizer", str(directory), "--name", "Alias-Model", "--out", str(tmp_path / "m")]) == 0
+    capsys.readouterr()
+    profile = tmp_path / "m" / "configs" / "Alias-Model.yaml"
+    assert yaml.safe_load(profile.read_text(encoding="utf-8"))["template_options"] == {"date": "2025-08-05"}
+    hashes = []
+    for n, day in enumerate((datetime.date(2026, 12, 4), datetime.date(2027, 3, 9))):
+        fake_clock(monkeypatch, day)
+        code, err, record = build(tmp_path, profile, directory, f"rows{n}", capsys)
+        assert code == 0, err
+        hashes.append(record["rows_sha256"])
+    assert hashes[0] == hashes[1]
+    from sftpack.families.encode import get_encoder
+
+    text, _ = get_encoder(str(profile), str(directory)).prepare([{"role": "user", "content": "q"},
+                                                                 {"role": "assistant", "content": "a"}])
+    assert "Today Date: 05 Aug 2025" in text
+    # the same profile without its date: the day is never read, the build refused in one line
+    profile.write_text(profile.read_text(encoding="utf-8").replace('template_options: {date: "2025-08-05"}\n', ""),
+                       encoding="utf-8")
+    assert "template_options" not in profile.read_text(encoding="utf-8")
+    code, err, _ = build(tmp_path, profile, directory, "unpinned", capsys)
+    lines = [line for line in err.splitlines() if "warning" not in line]
+    assert code == 2 and len(lines) == 1, err
+    assert "reads the clock (strftime_now)" in lines[0] and "template_options: {date: YYYY-MM-DD}" in lines[0]
+    assert not (tmp_path / "unpinned").exists() or not list((tmp_path / "unpinned").iterdir())
+    # the encoder made from the file as it read before is not the edited file's
+    from sftpack.base.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"reads the clock \(strftime_now\)"):
+        get_encoder(str(profile), str(directory))
+
+
+def test_a_clock_reached_only_by_some_conversations_is_refused_for_them_never_read(tmp_path, monkeypatch, capsys):
+    """Neither the text nor the short render shows this clock: the conversations that reach it are skipped, and the
+    rest never hold the day."""
+    sometimes = CLOCK.replace("Today Date: {{ strftime_now('%d %b %Y') }}",
+                              "{% set c = strftime_now %}{% if messages | length > 3 %}Today Date: {{ c('%Y') }}"
+                              "{% endif %}")
+    directory = save_template_stand_in_dir(tmp_path / "tokenizer", sometimes, "<|eot_id|>", "<|begin_of_text|>")
+    assert main(["new-model", "--tokenizer", str(directory), "--name", "Sometimes-Model", "--out", str(tmp_path / "m")]) == 0
+    capsys.readouterr()
+    profile = tmp_path / "m" / "configs" / "Sometimes-Model.yaml"
+    assert "template_options" not in profile.read_text(encoding="utf-8")  # nothing showed the clock
+    fake_clock(monkeypatch, datetime.date(2026, 12, 4))
+    code = main(["build", "--model", str(profile), "--tokenizer", str(directory), "--source", "sample", "--rows", "64",
+                 "--row-tokens", "512", "--workers", "1", "--out", str(tmp_path / "rows"), "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    record = yaml.safe_load(next((tmp_path / "rows").glob("*.build.yaml")).read_text(encoding="utf-8"))
+    assert record["counts"]["skipped"].get("template_error", 0) > 0
+    from sftpack.rows import read_rows
+    from tokenizers import Tokenizer
+
+    tokens, _ = read_rows(next((tmp_path / "rows").glob("*.parquet")))
+    text = Tokenizer.from_file(str(directory / "tokenizer.json")).decode(tokens.ravel().tolist(), skip_special_tokens=False)
+    assert "Today Date" not in text and "2026" not in text
