@@ -180,3 +180,33 @@ def test_rejects_sparse_ranks(tmp_path):
     (tmp_path / "bad.model").write_text("YQ== 0\nYg== 2\n", encoding="ascii")
     with pytest.raises(ValueError):
         read_tiktoken_ranks(tmp_path / "bad.model")
+
+
+def test_the_ranks_are_read_once_per_process_and_then_from_the_cache(kimi_dir, tmp_path, monkeypatch):
+    """A second load in this process gives the same encoding; a new process (its encodings forgotten) reads the ranks
+    from sftpack's cache, without parsing tiktoken.model, and encodes as the reference does."""
+    from sftpack.tokenizers import encodings, kimi, ranks_cache
+
+    monkeypatch.setenv("SFTPACK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(ranks_cache, "_KNOWN", {})
+    encodings.forget()
+    parsed = []
+    parse = kimi.parse_tiktoken_ranks
+    monkeypatch.setattr(kimi, "parse_tiktoken_ranks", lambda data, path: parsed.append(path) or parse(data, path))
+    files = kimi_dir / "tiktoken.model", kimi_dir / "tokenizer_config.json"
+    try:
+        first, _ = load_kimi_encoding(*files)
+        assert load_kimi_encoding(*files)[0] is first and len(parsed) == 1
+        encodings.forget()
+        again, added = load_kimi_encoding(*files)
+        assert again is not first and len(parsed) == 1  # from the cache
+        assert isinstance(again, tiktoken.Encoding) and added == first_added(kimi_dir)
+        for text in MIXED:
+            assert again.encode(text, allowed_special="all") == kimi_encode(first, text)
+    finally:
+        encodings.forget()
+
+
+def first_added(kimi_dir) -> dict:
+    config = json.loads((kimi_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    return {entry["content"]: int(key) for key, entry in config["added_tokens_decoder"].items()}
