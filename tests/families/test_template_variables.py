@@ -39,6 +39,17 @@ def build(tmp_path, profile, directory, out, capsys) -> tuple[int, str, dict | N
     return code, err, yaml.safe_load(records[0].read_text(encoding="utf-8")) if records else None
 
 
+def builds_on_two_days(tmp_path, profile, directory, monkeypatch, capsys) -> list[dict]:
+    """The build records of two builds, each on another faked day (``rows0``, ``rows1``)."""
+    records = []
+    for n, day in enumerate((datetime.date(2026, 12, 4), datetime.date(2027, 3, 9))):
+        fake_clock(monkeypatch, day)
+        code, err, record = build(tmp_path, profile, directory, f"rows{n}", capsys)
+        assert code == 0, err
+        records.append(record)
+    return records
+
+
 @pytest.fixture
 def clock_model(tmp_path, capsys):
     directory = save_template_stand_in_dir(tmp_path / "tokenizer", CLOCK, "<|eot_id|>", "<|begin_of_text|>")
@@ -51,14 +62,9 @@ def clock_model(tmp_path, capsys):
 def test_the_pinned_date_gives_the_same_rows_on_two_days(clock_model, tmp_path, monkeypatch, capsys):
     directory, profile = clock_model
     assert yaml.safe_load(profile.read_text(encoding="utf-8"))["template_options"] == {"date": "2026-01-02"}
-    hashes = []
-    for n, day in enumerate((datetime.date(2026, 12, 4), datetime.date(2027, 3, 9))):
-        fake_clock(monkeypatch, day)
-        code, err, record = build(tmp_path, profile, directory, f"rows{n}", capsys)
-        assert code == 0, err
-        assert "date 2026-01-02 (the template's clock pinned)" in record["renderer"]
-        hashes.append(record["rows_sha256"])
-    assert hashes[0] == hashes[1]
+    records = builds_on_two_days(tmp_path, profile, directory, monkeypatch, capsys)
+    assert all("date 2026-01-02 (the template's clock pinned)" in record["renderer"] for record in records)
+    assert records[0]["rows_sha256"] == records[1]["rows_sha256"]
     from sftpack.rows import read_rows
 
     tokens, _ = read_rows(next((tmp_path / "rows0").glob("*.parquet")))
@@ -132,13 +138,8 @@ def test_a_clock_reached_through_another_name_is_pinned_by_new_model_and_refused
     capsys.readouterr()
     profile = tmp_path / "m" / "configs" / "Alias-Model.yaml"
     assert yaml.safe_load(profile.read_text(encoding="utf-8"))["template_options"] == {"date": "2025-08-05"}
-    hashes = []
-    for n, day in enumerate((datetime.date(2026, 12, 4), datetime.date(2027, 3, 9))):
-        fake_clock(monkeypatch, day)
-        code, err, record = build(tmp_path, profile, directory, f"rows{n}", capsys)
-        assert code == 0, err
-        hashes.append(record["rows_sha256"])
-    assert hashes[0] == hashes[1]
+    records = builds_on_two_days(tmp_path, profile, directory, monkeypatch, capsys)
+    assert records[0]["rows_sha256"] == records[1]["rows_sha256"]
     from sftpack.families.encode import get_encoder
 
     text, _ = get_encoder(str(profile), str(directory)).prepare([{"role": "user", "content": "q"},
