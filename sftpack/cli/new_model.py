@@ -115,7 +115,7 @@ def template_variables(checkpoint: Checkpoint, options: dict) -> dict:
 def native_family(checkpoint: Checkpoint, variables: dict) -> str | None:
     """The first native family whose renderer writes exactly what the template writes on the probe conversations
     and whose tokenizer format reads the directory (Kimi's needs its tiktoken.model)."""
-    from sftpack.families.encode import reproduces
+    from sftpack.families.renderer_choice import reproduces
     from sftpack.families.infer import TemplateRunner
     from sftpack.families.registry import FAMILIES
     from sftpack.tokenizers.registry import get_tokenizer_format

@@ -337,7 +337,7 @@ def test_a_family_without_native_renderer_uses_its_template(families, family, mo
     import dataclasses
 
     from sftpack.base.errors import UsageError
-    from sftpack.families.encode import choose_renderer
+    from sftpack.families.renderer_choice import choose_renderer
     from sftpack.families.registry import FAMILIES, Family
 
     fam = families[family]

@@ -13,7 +13,7 @@ import pytest
 from helpers import SHARED
 from helpers.shared import jinja_render
 from helpers.trl_templates import trl_template_dir
-from sftpack.families.encode import template_variables
+from sftpack.families.renderer_choice import template_variables
 from sftpack.families.proof import battery, prove
 from sftpack.families.infer import TemplateRunner
 from sftpack.families.profiles import list_profiles, load_profile
@@ -47,7 +47,7 @@ def test_every_profile_names_its_template_or_says_why_not():
 
 
 def test_a_profile_without_its_template_says_so_in_its_offline_build(offline_qwen):
-    from sftpack.families.encode import choose_renderer
+    from sftpack.families.renderer_choice import choose_renderer
     from sftpack.tokenizers.loading import load_vocab
 
     profile = load_profile("DeepSeek-V4-Flash")
