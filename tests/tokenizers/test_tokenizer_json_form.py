@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from helpers.family_vocabs import save_stand_in_dir
-from helpers.small_vocabs import save_gemma_test_tokenizer_dir
+from helpers.small_vocabs import gemma_test_tokenizer
 from sftpack.tokenizers import encodings, ranks_cache, tokenizer_json
 from sftpack.tokenizers.hf_vocab import HFVocab
 from sftpack.tokenizers.tiktoken_vocab import TiktokenVocab
@@ -125,9 +125,9 @@ def test_a_form_that_fails_its_proof_is_never_kept(cache, stand_in, monkeypatch)
 
 
 def test_a_tokenizer_tiktoken_cannot_express_keeps_nothing(cache, tmp_path):
-    directory = save_gemma_test_tokenizer_dir(tmp_path / "gemma")  # byte fallback: tokenizers only
-    eos = json.loads((directory / "tokenizer_config.json").read_text())["eos_token"]
-    assert isinstance(load(directory / "tokenizer.json", eos), HFVocab) and not cache.exists()
+    path = tmp_path / "tokenizer.json"
+    gemma_test_tokenizer().save(str(path))  # byte fallback: tokenizers only
+    assert isinstance(load(path, "<eos>"), HFVocab) and not cache.exists()
 
 
 def test_an_unwritable_cache_still_loads(tmp_path, stand_in, monkeypatch):
