@@ -18,7 +18,7 @@ from sftpack.base.errors import UsageError
 from sftpack.families.conversation import Conversation, Skip, assistant_first, check_conversation
 from sftpack.families.fields import FieldRouting
 from sftpack.families.mask import close_final_turn, supervised_spans
-from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile
+from sftpack.families.profiles import INFERRED, MaskRule, Profile, load_profile, users_own
 from sftpack.families.jinja import MAX_RENDERED_CHARS, JinjaRenderer, RenderTooLarge  # noqa: F401 (the cap, named here too)
 from sftpack.families.renderer_choice import check_clock, check_rule_fits, choose_renderer, field_routing, rule_of
 from sftpack.families.template_vars import options_text
@@ -172,14 +172,30 @@ def get_encoder(model: str, tokenizer: str | None = None) -> ConversationEncoder
     A profile or rule file of the user's that changes makes a new one. ``encoder(messages)`` gives ``(token ids,
     loss mask)`` as numpy arrays."""
     profile = load_profile(model)
-    rule = profile.rule if profile.loss_mask != INFERRED else None
-    return _encoder(model, tokenizer, repr(profile), repr(rule))
+    if not users_own(profile):  # sftpack's own files do not change while it runs
+        return _encoder(model, tokenizer, None, None)
+    # the same objects for as long as the files read the same (profiles._as_it_reads)
+    return _encoder(model, tokenizer, _Same(profile), _Same(profile.rule if profile.loss_mask != INFERRED else None))
+
+
+class _Same:
+    """An object compared by identity; a cache key holding it keeps it alive, so that its id is never another's."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
 
 
 @lru_cache(maxsize=16)
-def _encoder(model: str, tokenizer: str | None, profile_text: str, rule_text: str) -> ConversationEncoder:
-    """The encoder of ``get_encoder``, made once for each profile and rule as they read (``profile_text``,
-    ``rule_text``)."""
+def _encoder(model: str, tokenizer: str | None, profile: _Same | None, rule: _Same | None) -> ConversationEncoder:
+    """The encoder of ``get_encoder``, made once for each profile and rule (a file of the user's: as it reads)."""
     from sftpack.tokenizers.loading import load_vocab
 
     profile = load_profile(model)
